@@ -1,0 +1,99 @@
+package remoting
+
+// Request codes (Apache RocketMQ RequestCode). Only those keel handles or
+// sends are listed.
+const (
+	// CodeSendMessage is SEND_MESSAGE: one message with the long-name header.
+	CodeSendMessage int16 = 10
+	// CodePullMessage is PULL_MESSAGE, usually long-polling.
+	CodePullMessage int16 = 11
+	// CodeQueryMessage is QUERY_MESSAGE: find messages by key.
+	CodeQueryMessage int16 = 12
+	// CodeQueryConsumerOffset is QUERY_CONSUMER_OFFSET.
+	CodeQueryConsumerOffset int16 = 14
+	// CodeUpdateConsumerOffset is UPDATE_CONSUMER_OFFSET.
+	CodeUpdateConsumerOffset int16 = 15
+	// CodeSearchOffsetByTimestamp is SEARCH_OFFSET_BY_TIMESTAMP.
+	CodeSearchOffsetByTimestamp int16 = 29
+	// CodeGetMaxOffset is GET_MAX_OFFSET.
+	CodeGetMaxOffset int16 = 30
+	// CodeGetMinOffset is GET_MIN_OFFSET.
+	CodeGetMinOffset int16 = 31
+	// CodeViewMessageByID is VIEW_MESSAGE_BY_ID: fetch one message by its
+	// offset message id.
+	CodeViewMessageByID int16 = 33
+	// CodeHeartBeat is HEART_BEAT: producer and consumer group membership.
+	CodeHeartBeat int16 = 34
+	// CodeUnregisterClient is UNREGISTER_CLIENT.
+	CodeUnregisterClient int16 = 35
+	// CodeConsumerSendMsgBack is CONSUMER_SEND_MSG_BACK: a consumer hands a
+	// message back for redelivery.
+	CodeConsumerSendMsgBack int16 = 36
+	// CodeGetConsumerListByGroup is GET_CONSUMER_LIST_BY_GROUP.
+	CodeGetConsumerListByGroup int16 = 38
+	// CodeNotifyConsumerIDsChanged is NOTIFY_CONSUMER_IDS_CHANGED, sent by
+	// the broker to a group's members when membership changes.
+	CodeNotifyConsumerIDsChanged int16 = 40
+	// CodeGetRouteInfoByTopic is GET_ROUTEINFO_BY_TOPIC (name server).
+	CodeGetRouteInfoByTopic int16 = 105
+	// CodeGetBrokerClusterInfo is GET_BROKER_CLUSTER_INFO (name server).
+	CodeGetBrokerClusterInfo int16 = 106
+	// CodeSendMessageV2 is SEND_MESSAGE_V2: one message, short header names.
+	CodeSendMessageV2 int16 = 310
+	// CodeSendBatchMessage is SEND_BATCH_MESSAGE: a batch, short header
+	// names, body in the client batch encoding.
+	CodeSendBatchMessage int16 = 320
+)
+
+// Response codes (Apache RocketMQ ResponseCode / RemotingSysResponseCode).
+const (
+	// Success is SUCCESS.
+	Success int16 = 0
+	// SystemError is SYSTEM_ERROR.
+	SystemError int16 = 1
+	// SystemBusy is SYSTEM_BUSY.
+	SystemBusy int16 = 2
+	// RequestCodeNotSupported is REQUEST_CODE_NOT_SUPPORTED.
+	RequestCodeNotSupported int16 = 3
+	// TransactionFailed is TRANSACTION_FAILED.
+	TransactionFailed int16 = 4
+	// FlushDiskTimeout is FLUSH_DISK_TIMEOUT: stored, not yet durable.
+	FlushDiskTimeout int16 = 10
+	// SlaveNotAvailable is SLAVE_NOT_AVAILABLE: stored, no replica to wait for.
+	SlaveNotAvailable int16 = 11
+	// FlushSlaveTimeout is FLUSH_SLAVE_TIMEOUT: stored, replica did not ack
+	// in time.
+	FlushSlaveTimeout int16 = 12
+	// MessageIllegal is MESSAGE_ILLEGAL: the message was rejected.
+	MessageIllegal int16 = 13
+	// ServiceNotAvailable is SERVICE_NOT_AVAILABLE (disk full, shutting
+	// down, slave, ...).
+	ServiceNotAvailable int16 = 14
+	// VersionNotSupported is VERSION_NOT_SUPPORTED.
+	VersionNotSupported int16 = 15
+	// NoPermission is NO_PERMISSION.
+	NoPermission int16 = 16
+	// TopicNotExist is TOPIC_NOT_EXIST.
+	TopicNotExist int16 = 17
+	// TopicExistAlready is TOPIC_EXIST_ALREADY.
+	TopicExistAlready int16 = 18
+	// PullNotFound is PULL_NOT_FOUND: no new message; re-pull from
+	// nextBeginOffset.
+	PullNotFound int16 = 19
+	// PullRetryImmediately is PULL_RETRY_IMMEDIATELY: nothing matched the
+	// filter; re-pull from nextBeginOffset.
+	PullRetryImmediately int16 = 20
+	// PullOffsetMoved is PULL_OFFSET_MOVED: the requested offset is out of
+	// range; the client resets to nextBeginOffset.
+	PullOffsetMoved int16 = 21
+	// QueryNotFound is QUERY_NOT_FOUND.
+	QueryNotFound int16 = 22
+	// SubscriptionParseFailed is SUBSCRIPTION_PARSE_FAILED.
+	SubscriptionParseFailed int16 = 23
+	// SubscriptionNotExist is SUBSCRIPTION_NOT_EXIST.
+	SubscriptionNotExist int16 = 24
+	// SubscriptionNotLatest is SUBSCRIPTION_NOT_LATEST.
+	SubscriptionNotLatest int16 = 25
+	// SubscriptionGroupNotExist is SUBSCRIPTION_GROUP_NOT_EXIST.
+	SubscriptionGroupNotExist int16 = 26
+)
