@@ -1,0 +1,537 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server defaults.
+const (
+	// DefaultMaxConns is the default cap on simultaneous connections.
+	DefaultMaxConns = 10000
+	// DefaultIdleTimeout is the default time a connection may stay without
+	// sending a frame before the server closes it. Clients send at least a
+	// heartbeat every 30 s, and rocketmq-client-go itself uses 120 s.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultWriteTimeout is the default time a batch of responses may take
+	// to be written before the connection is considered dead.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultMaxInflight is the default number of asynchronous handlers
+	// (Request.Go) one connection may have running at once.
+	DefaultMaxInflight = 4096
+)
+
+// ErrConnClosed is returned when sending on, or waiting for a response from,
+// a connection that is closed or closing.
+var ErrConnClosed = errors.New("remoting: connection closed")
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("remoting: server closed")
+
+// ServerConfig configures a Server. Zero fields take the defaults.
+type ServerConfig struct {
+	// MaxConns caps simultaneous connections; a connection accepted over
+	// the cap is closed at once. Default DefaultMaxConns.
+	MaxConns int
+	// IdleTimeout closes a connection that sends no frame for this long.
+	// Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds one batch of writes; a peer that does not read
+	// for this long is disconnected. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxFrame bounds an incoming frame's length; a larger frame closes
+	// the connection that sent it. Default DefaultMaxFrame.
+	MaxFrame int
+	// MaxInflight caps the asynchronous handlers per connection; when it is
+	// reached the connection's reader waits, which applies back-pressure
+	// to that client only. Default DefaultMaxInflight.
+	MaxInflight int
+	// Logger receives connection-level events. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *ServerConfig) withDefaults() ServerConfig {
+	out := *c
+	if out.MaxConns <= 0 {
+		out.MaxConns = DefaultMaxConns
+	}
+	if out.IdleTimeout <= 0 {
+		out.IdleTimeout = DefaultIdleTimeout
+	}
+	if out.WriteTimeout <= 0 {
+		out.WriteTimeout = DefaultWriteTimeout
+	}
+	if out.MaxFrame <= 0 {
+		out.MaxFrame = DefaultMaxFrame
+	}
+	if out.MaxInflight <= 0 {
+		out.MaxInflight = DefaultMaxInflight
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return out
+}
+
+// Handler processes one request.
+//
+// It is called on the connection's read goroutine, one request at a time in
+// arrival order, so it must not block for long: anything that waits (long
+// polling, durability acknowledgements, slow disk reads) belongs in
+// req.Go. A non-nil return value is sent as the response (Reply semantics).
+// A nil return means the handler has arranged the response itself through
+// req.Go or req.Reply, or that there is none to send.
+//
+// A panicking handler is recovered; the request gets SYSTEM_ERROR.
+type Handler func(req *Request) *Command
+
+// Server is a RocketMQ remoting TCP server. Register handlers with Handle
+// before calling Serve; then Serve may be called for any number of
+// listeners. All methods are safe for concurrent use.
+type Server struct {
+	cfg      ServerConfig
+	log      *slog.Logger
+	handlers map[int16]Handler
+	onClose  []func(*Conn)
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*Conn]struct{}
+	wg        sync.WaitGroup
+
+	nconns   atomic.Int64
+	nextID   atomic.Uint64
+	opaque   atomic.Int32
+	rejected atomic.Uint64
+}
+
+// NewServer returns a server with no handlers.
+func NewServer(cfg ServerConfig) *Server {
+	c := cfg.withDefaults()
+	return &Server{
+		cfg:       c,
+		log:       c.Logger,
+		handlers:  make(map[int16]Handler),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*Conn]struct{}),
+	}
+}
+
+// Handle registers h for request code. It must be called before Serve; a
+// later registration for the same code replaces the earlier one.
+func (s *Server) Handle(code int16, h Handler) { s.handlers[code] = h }
+
+// OnConnClose registers f to run once for every connection after it has
+// closed and its reader has stopped. It must be called before Serve. f runs
+// on the connection's own goroutine; it must not block for long.
+func (s *Server) OnConnClose(f func(*Conn)) { s.onClose = append(s.onClose, f) }
+
+// NumConns returns the number of open connections.
+func (s *Server) NumConns() int { return int(s.nconns.Load()) }
+
+// Serve accepts connections on l until l fails or the server is closed, and
+// serves each on its own goroutines. It returns ErrServerClosed after
+// Close, or the listener's error. Serve owns l and closes it on return.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("remoting: accept failed, retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("accepting remoting connection: %w", err)
+		}
+		backoff = 0
+		if s.nconns.Load() >= int64(s.cfg.MaxConns) {
+			s.rejected.Add(1)
+			s.log.Warn("remoting: connection limit reached, closing new connection", "remote", nc.RemoteAddr().String(), "limit", s.cfg.MaxConns)
+			nc.Close()
+			continue
+		}
+		c := s.newConn(nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.nconns.Add(1)
+		s.wg.Add(2)
+		s.mu.Unlock()
+		go c.writeLoop()
+		go c.readLoop()
+	}
+}
+
+func isTemporary(err error) bool {
+	t, ok := err.(interface{ Temporary() bool })
+	return ok && t.Temporary()
+}
+
+// Close stops accepting, closes every listener and connection (cancelling
+// every request context), and waits until all connection goroutines and
+// asynchronous handlers have returned. Responses not yet written are
+// dropped. Close is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		for l := range s.listeners {
+			l.Close()
+		}
+		for c := range s.conns {
+			c.Close()
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Conn is one client connection. Its methods are safe for concurrent use.
+type Conn struct {
+	srv    *Server
+	nc     net.Conn
+	id     uint64
+	remote netip.AddrPort
+	local  netip.AddrPort
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan *Command
+	sem    chan struct{}
+
+	pmu     sync.Mutex
+	pending map[int32]chan *Command
+
+	closeOnce sync.Once
+}
+
+func (s *Server) newConn(nc net.Conn) *Conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		srv:     s,
+		nc:      nc,
+		id:      s.nextID.Add(1),
+		remote:  addrPortOf(nc.RemoteAddr()),
+		local:   addrPortOf(nc.LocalAddr()),
+		ctx:     ctx,
+		cancel:  cancel,
+		out:     make(chan *Command, 1024),
+		sem:     make(chan struct{}, s.cfg.MaxInflight),
+		pending: make(map[int32]chan *Command),
+	}
+	return c
+}
+
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	if a == nil {
+		return netip.AddrPort{}
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// ID is a process-unique connection number (never 0).
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr is the peer's address (IPv4-mapped addresses unmapped).
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.remote }
+
+// LocalAddr is the local address the peer connected to.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
+
+// Context is cancelled when the connection closes.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// String describes the connection for logs.
+func (c *Conn) String() string { return "conn#" + strconv.FormatUint(c.id, 10) + "(" + c.remote.String() + ")" }
+
+// Close closes the connection: its context is cancelled, queued writes are
+// dropped, and OnConnClose hooks run once the reader has stopped. It is
+// idempotent.
+func (c *Conn) Close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.nc.Close()
+	})
+}
+
+// Send queues cmd, a server-initiated request, for writing. It assigns
+// cmd.Opaque from the server's own counter and clears the response bit;
+// set FlagOneway in cmd.Flag when no answer is expected (an answer that
+// arrives anyway is dropped). It blocks only while the connection's write
+// queue is full, and returns ErrConnClosed if the connection is closed.
+func (c *Conn) Send(cmd *Command) error {
+	cmd.Opaque = c.srv.opaque.Add(1)
+	cmd.Flag &^= FlagResponse
+	return c.enqueue(cmd)
+}
+
+// Invoke sends cmd as a server-initiated request and waits for the peer's
+// response (matched by opaque). It returns ctx's error if ctx ends first,
+// or ErrConnClosed if the connection closes first.
+func (c *Conn) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
+	cmd.Opaque = c.srv.opaque.Add(1)
+	cmd.Flag &^= FlagResponse | FlagOneway
+	ch := make(chan *Command, 1)
+	c.pmu.Lock()
+	c.pending[cmd.Opaque] = ch
+	c.pmu.Unlock()
+	defer func() {
+		c.pmu.Lock()
+		delete(c.pending, cmd.Opaque)
+		c.pmu.Unlock()
+	}()
+	if err := c.enqueue(cmd); err != nil {
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		return resp, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for response to code %d from %s: %w", cmd.Code, c, ctx.Err())
+	case <-c.ctx.Done():
+		return nil, fmt.Errorf("waiting for response to code %d from %s: %w", cmd.Code, c, ErrConnClosed)
+	}
+}
+
+func (c *Conn) enqueue(cmd *Command) error {
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	select {
+	case c.out <- cmd:
+		return nil
+	case <-c.ctx.Done():
+		return ErrConnClosed
+	}
+}
+
+func (c *Conn) writeLoop() {
+	defer c.srv.wg.Done()
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		var cmd *Command
+		select {
+		case cmd = <-c.out:
+		case <-c.ctx.Done():
+			return
+		}
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+		for cmd != nil {
+			buf = cmd.AppendFrame(buf[:0])
+			if _, err := bw.Write(buf); err != nil {
+				c.writeFailed(err)
+				return
+			}
+			if cap(buf) > 1<<20 {
+				buf = nil // do not pin a large pull body
+			}
+			select {
+			case cmd = <-c.out:
+			default:
+				cmd = nil
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			c.writeFailed(err)
+			return
+		}
+	}
+}
+
+func (c *Conn) writeFailed(err error) {
+	if c.ctx.Err() == nil {
+		c.srv.log.Info("remoting: write failed, closing connection", "conn", c.String(), "err", err)
+	}
+	c.Close()
+}
+
+func (c *Conn) readLoop() {
+	s := c.srv
+	defer func() {
+		c.Close()
+		// Wait for nothing else: handlers observe c.ctx; hooks run now.
+		for _, f := range s.onClose {
+			f(c)
+		}
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.nconns.Add(-1)
+		s.wg.Done()
+	}()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		cmd, err := ReadCommand(br, s.cfg.MaxFrame)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		if cmd.IsResponse() {
+			c.pmu.Lock()
+			ch := c.pending[cmd.Opaque]
+			c.pmu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- cmd:
+				default:
+				}
+			}
+			continue
+		}
+		s.dispatch(c, cmd)
+	}
+}
+
+func (c *Conn) readFailed(err error) {
+	if c.ctx.Err() != nil {
+		return // closed by us
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.srv.log.Debug("remoting: connection closed by peer", "conn", c.String())
+	case errors.As(err, &ne) && ne.Timeout():
+		c.srv.log.Info("remoting: idle connection closed", "conn", c.String(), "idle", c.srv.cfg.IdleTimeout)
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrMalformed):
+		c.srv.log.Warn("remoting: bad frame, closing connection", "conn", c.String(), "err", err)
+	default:
+		c.srv.log.Info("remoting: read failed, closing connection", "conn", c.String(), "err", err)
+	}
+}
+
+func (s *Server) dispatch(c *Conn, cmd *Command) {
+	req := &Request{Cmd: cmd, Conn: c}
+	h := s.handlers[cmd.Code]
+	if h == nil {
+		req.Reply(NewResponse(cmd, RequestCodeNotSupported, fmt.Sprintf("request code %d not supported", cmd.Code)))
+		return
+	}
+	if resp := s.call(h, req); resp != nil {
+		req.Reply(resp)
+	}
+}
+
+func (s *Server) call(h Handler, req *Request) (resp *Command) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("remoting: handler panicked", "code", req.Cmd.Code, "conn", req.Conn.String(), "panic", r, "stack", string(debug.Stack()))
+			resp = NewResponse(req.Cmd, SystemError, fmt.Sprintf("internal error handling code %d", req.Cmd.Code))
+		}
+	}()
+	return h(req)
+}
+
+// Request is one incoming request and the means to answer it.
+type Request struct {
+	// Cmd is the decoded request.
+	Cmd *Command
+	// Conn is the connection it arrived on.
+	Conn *Conn
+
+	replied atomic.Bool
+}
+
+// Context is cancelled when the request's connection closes (including at
+// server Close). Long waits must end when it does.
+func (r *Request) Context() context.Context { return r.Conn.ctx }
+
+// Reply queues resp as the response to r: it sets resp's opaque, the
+// response bit and the request's serialize type. It does nothing for a
+// oneway request, after an earlier Reply, or when the connection is closed.
+// It blocks only while the connection's write queue is full.
+func (r *Request) Reply(resp *Command) {
+	if resp == nil || r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+		return
+	}
+	resp.Opaque = r.Cmd.Opaque
+	resp.Flag |= FlagResponse
+	resp.SerializeType = r.Cmd.SerializeType
+	if resp.Language == "" {
+		resp.Language = ServerLanguage
+	}
+	if resp.Version == 0 {
+		resp.Version = ServerVersion
+	}
+	_ = r.Conn.enqueue(resp)
+}
+
+// Go runs f on a new goroutine and replies with its result (Reply
+// semantics; nil sends nothing). The ctx given to f is the connection's
+// context. The server's Close waits for f to return. When the connection
+// already has MaxInflight such goroutines, Go waits for one to finish
+// (back-pressure on this connection only); if the connection closes
+// meanwhile, f is not run.
+func (r *Request) Go(f func(ctx context.Context) *Command) {
+	c := r.Conn
+	select {
+	case c.sem <- struct{}{}:
+	case <-c.ctx.Done():
+		return
+	}
+	c.srv.wg.Add(1)
+	go func() {
+		defer c.srv.wg.Done()
+		defer func() { <-c.sem }()
+		var resp *Command
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					c.srv.log.Error("remoting: async handler panicked", "code", r.Cmd.Code, "conn", c.String(), "panic", p, "stack", string(debug.Stack()))
+					resp = NewResponse(r.Cmd, SystemError, fmt.Sprintf("internal error handling code %d", r.Cmd.Code))
+				}
+			}()
+			resp = f(c.ctx)
+		}()
+		r.Reply(resp)
+	}()
+}

@@ -1,0 +1,343 @@
+package remoting
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startServer starts s on 127.0.0.1:0 and returns its address; the server is
+// closed at the end of the test.
+func startServer(t testing.TB, s *Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return l.Addr().String()
+}
+
+const (
+	codeEcho  int16 = 1000
+	codeDelay int16 = 1001
+)
+
+func newEchoServer(cfg ServerConfig) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	s := NewServer(cfg)
+	s.Handle(codeEcho, func(req *Request) *Command {
+		r := NewResponse(req.Cmd, Success, "")
+		r.Body = req.Cmd.Body
+		return r
+	})
+	s.Handle(codeDelay, func(req *Request) *Command {
+		d, _ := time.ParseDuration(req.Cmd.Ext("delay"))
+		req.Go(func(ctx context.Context) *Command {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil
+			}
+			r := NewResponse(req.Cmd, Success, "")
+			r.Body = req.Cmd.Body
+			return r
+		})
+		return nil
+	})
+	return s
+}
+
+func TestServerPipelinedOutOfOrder(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{}))
+	c := dialTest(t, addr)
+	// Three requests written back to back: slow, medium, fast (inline).
+	slow := c.start(&Command{Code: codeDelay, ExtFields: map[string]string{"delay": "300ms"}, Body: []byte("slow")})
+	med := c.start(&Command{Code: codeDelay, ExtFields: map[string]string{"delay": "100ms"}, Body: []byte("med")})
+	fast := c.start(&Command{Code: codeEcho, Body: []byte("fast")})
+	for _, w := range []struct {
+		ch   <-chan *Command
+		body string
+		op   int32
+	}{{fast, "fast", 3}, {med, "med", 2}, {slow, "slow", 1}} {
+		select {
+		case r := <-w.ch:
+			if string(r.Body) != w.body || r.Opaque != w.op || !r.IsResponse() {
+				t.Fatalf("got %+v for %s", r, w.body)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("no response for %s", w.body)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if want := []int32{3, 2, 1}; len(c.arrivals) != 3 || c.arrivals[0] != want[0] || c.arrivals[1] != want[1] || c.arrivals[2] != want[2] {
+		t.Fatalf("arrival order %v, want %v", c.arrivals, want)
+	}
+}
+
+func TestServerManyPipelined(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{}))
+	c := dialTest(t, addr)
+	var chans []<-chan *Command
+	for i := range 500 {
+		code := codeEcho
+		if i%3 == 0 {
+			code = codeDelay
+		}
+		chans = append(chans, c.start(&Command{Code: code, ExtFields: map[string]string{"delay": "1ms"}, Body: []byte(strconv.Itoa(i))}))
+	}
+	for i, ch := range chans {
+		select {
+		case r := <-ch:
+			if string(r.Body) != strconv.Itoa(i) {
+				t.Fatalf("request %d answered with %q", i, r.Body)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("request %d unanswered", i)
+		}
+	}
+}
+
+func TestServerUnknownCode(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{}))
+	c := dialTest(t, addr)
+	r := c.call(4242, nil, nil)
+	if r.Code != RequestCodeNotSupported || r.Remark == "" {
+		t.Fatalf("got %+v", r)
+	}
+	// The connection stays usable.
+	if r := c.call(codeEcho, nil, []byte("ok")); string(r.Body) != "ok" {
+		t.Fatalf("echo after unknown code: %+v", r)
+	}
+}
+
+func TestServerOnewayGetsNoResponse(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{}))
+	c := dialTest(t, addr)
+	ow := c.start(&Command{Code: codeEcho, Flag: FlagOneway, Body: []byte("x")})
+	ow2 := c.start(&Command{Code: 4242, Flag: FlagOneway})
+	// A normal request after the oneway ones is answered; they are not.
+	if r := c.call(codeEcho, nil, []byte("y")); string(r.Body) != "y" {
+		t.Fatalf("got %+v", r)
+	}
+	select {
+	case r := <-ow:
+		t.Fatalf("oneway answered: %+v", r)
+	case r := <-ow2:
+		t.Fatalf("oneway unknown code answered: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func TestServerOversizeFrameClosesOnlyThatConnection(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{MaxFrame: 1024}))
+	good := dialTest(t, addr)
+	bad := dialTest(t, addr)
+	hdr := binary.BigEndian.AppendUint32(nil, 1<<20)
+	bad.write(append(hdr, 0, 0, 0, 2, '{', '}'))
+	if !bad.waitClosed(2 * time.Second) {
+		t.Fatal("oversized frame did not close the connection")
+	}
+	if r := good.call(codeEcho, nil, make([]byte, 500)); len(r.Body) != 500 {
+		t.Fatalf("other connection broken: %+v", r)
+	}
+	// A frame of exactly the limit is still fine (this is good's 2nd call,
+	// so its opaque is 2).
+	probe := &Command{Code: codeEcho, Language: "GO", Version: 317, Opaque: 2}
+	body := make([]byte, 1024-(len(probe.AppendFrame(nil))-4))
+	probe.Body = body
+	if n := len(probe.AppendFrame(nil)) - 4; n != 1024 {
+		t.Fatalf("test frame is %d bytes", n)
+	}
+	if r := good.call(codeEcho, nil, body); len(r.Body) != len(body) {
+		t.Fatalf("frame at limit rejected")
+	}
+}
+
+func TestServerMalformedFrameClosesOnlyThatConnection(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{}))
+	good := dialTest(t, addr)
+	bad := dialTest(t, addr)
+	bad.write([]byte{0, 0, 0, 9, 0, 0, 0, 5, '{', 'n', 'o', 'p', 'e'})
+	if !bad.waitClosed(2 * time.Second) {
+		t.Fatal("malformed frame did not close the connection")
+	}
+	if r := good.call(codeEcho, nil, []byte("still")); string(r.Body) != "still" {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func TestServerIdleTimeout(t *testing.T) {
+	addr := startServer(t, newEchoServer(ServerConfig{IdleTimeout: 300 * time.Millisecond}))
+	idle := dialTest(t, addr)
+	busy := dialTest(t, addr)
+	start := time.Now()
+	// busy keeps talking every 100 ms and must survive past the timeout.
+	for time.Since(start) < 700*time.Millisecond {
+		busy.call(codeEcho, nil, nil)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !idle.waitClosed(time.Second) {
+		t.Fatal("idle connection not closed")
+	}
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Fatalf("closed too early: %v", el)
+	}
+	select {
+	case <-busy.done:
+		t.Fatal("busy connection closed")
+	default:
+	}
+}
+
+func TestServerConnectionCap(t *testing.T) {
+	s := newEchoServer(ServerConfig{MaxConns: 2})
+	addr := startServer(t, s)
+	a := dialTest(t, addr)
+	b := dialTest(t, addr)
+	a.call(codeEcho, nil, nil)
+	b.call(codeEcho, nil, nil)
+	c := dialTest(t, addr)
+	if !c.waitClosed(2 * time.Second) {
+		t.Fatal("connection over the cap not closed")
+	}
+	if s.rejected.Load() != 1 {
+		t.Fatalf("rejected = %d", s.rejected.Load())
+	}
+	a.nc.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for s.NumConns() > 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	d := dialTest(t, addr)
+	if r := d.call(codeEcho, nil, []byte("in")); string(r.Body) != "in" {
+		t.Fatalf("got %+v", r)
+	}
+}
+
+func TestServerInitiatedRequests(t *testing.T) {
+	s := newEchoServer(ServerConfig{})
+	conns := make(chan *Conn, 1)
+	s.Handle(codeEcho, func(req *Request) *Command {
+		select {
+		case conns <- req.Conn:
+		default:
+		}
+		return NewResponse(req.Cmd, Success, "")
+	})
+	addr := startServer(t, s)
+	c := dialTest(t, addr)
+	c.call(codeEcho, nil, nil)
+	sc := <-conns
+	if sc.RemoteAddr().String() != c.nc.LocalAddr().String() {
+		t.Fatalf("remote addr %v, want %v", sc.RemoteAddr(), c.nc.LocalAddr())
+	}
+	// Oneway notify.
+	if err := sc.Send(&Command{Code: CodeNotifyConsumerIDsChanged, Flag: FlagOneway, ExtFields: map[string]string{"consumerGroup": "g"}}); err != nil {
+		t.Fatal(err)
+	}
+	n := <-c.inbound
+	if n.Code != CodeNotifyConsumerIDsChanged || n.IsResponse() || !n.IsOneway() || n.Ext("consumerGroup") != "g" {
+		t.Fatalf("notify %+v", n)
+	}
+	// Invoke: the test client answers the next inbound request.
+	go func() {
+		req := <-c.inbound
+		resp := &Command{Code: 0, Opaque: req.Opaque, Flag: FlagResponse, Remark: "pong"}
+		c.write(resp.AppendFrame(nil))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := sc.Invoke(ctx, &Command{Code: 9999})
+	if err != nil || resp.Remark != "pong" {
+		t.Fatalf("invoke: %+v %v", resp, err)
+	}
+	// Invoke on a closed connection fails with ErrConnClosed.
+	c.nc.Close()
+	<-sc.Context().Done()
+	if _, err := sc.Invoke(ctx, &Command{Code: 9999}); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("invoke on closed conn: %v", err)
+	}
+}
+
+func TestServerCloseWaitsForHandlers(t *testing.T) {
+	s := NewServer(ServerConfig{Logger: quietLogger()})
+	var finished atomic.Bool
+	started := make(chan struct{})
+	s.Handle(codeDelay, func(req *Request) *Command {
+		req.Go(func(ctx context.Context) *Command {
+			close(started)
+			<-ctx.Done()
+			time.Sleep(50 * time.Millisecond)
+			finished.Store(true)
+			return nil
+		})
+		return nil
+	})
+	closed := make(chan int, 1)
+	s.OnConnClose(func(*Conn) { closed <- 1 })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	c := dialTest(t, l.Addr().String())
+	c.start(&Command{Code: codeDelay})
+	<-started
+	s.Close()
+	if !finished.Load() {
+		t.Fatal("Close returned before the handler finished")
+	}
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
+	select {
+	case <-closed:
+	default:
+		t.Fatal("OnConnClose hook not run")
+	}
+	if _, err := net.DialTimeout("tcp", l.Addr().String(), 200*time.Millisecond); err == nil {
+		t.Fatal("still accepting after Close")
+	}
+	if err := s.Serve(l); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Serve after Close: %v", err)
+	}
+}
+
+func TestServerHandlerPanic(t *testing.T) {
+	s := NewServer(ServerConfig{Logger: quietLogger()})
+	s.Handle(7, func(req *Request) *Command { panic("boom") })
+	s.Handle(8, func(req *Request) *Command {
+		req.Go(func(context.Context) *Command { panic("async boom") })
+		return nil
+	})
+	c := dialTest(t, startServer(t, s))
+	if r := c.call(7, nil, nil); r.Code != SystemError {
+		t.Fatalf("got %+v", r)
+	}
+	if r := c.call(8, nil, nil); r.Code != SystemError {
+		t.Fatalf("got %+v", r)
+	}
+}
