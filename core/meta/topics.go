@@ -1,0 +1,235 @@
+package meta
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/keelmq/keel/core/vfs"
+)
+
+// Topic permission bits, as in RocketMQ's PermName.
+const (
+	PermRead    int32 = 4 // the topic can be consumed
+	PermWrite   int32 = 2 // the topic accepts messages
+	PermInherit int32 = 1 // the permission is inherited from a template topic
+)
+
+// Topic filter types, as in RocketMQ's TopicFilterType.
+const (
+	FilterSingleTag = "SINGLE_TAG"
+	FilterMultiTag  = "MULTI_TAG"
+)
+
+// TopicConfig describes one topic, with RocketMQ's TopicConfig JSON field
+// names.
+type TopicConfig struct {
+	TopicName       string `json:"topicName"`
+	ReadQueueNums   int32  `json:"readQueueNums"`  // 1..MaxQueueNums
+	WriteQueueNums  int32  `json:"writeQueueNums"` // 1..MaxQueueNums
+	Perm            int32  `json:"perm"`           // OR of PermRead, PermWrite, PermInherit
+	TopicFilterType string `json:"topicFilterType"`
+	TopicSysFlag    int32  `json:"topicSysFlag"`
+	Order           bool   `json:"order"`
+}
+
+// Readable reports whether Perm has PermRead.
+func (c TopicConfig) Readable() bool { return c.Perm&PermRead != 0 }
+
+// Writable reports whether Perm has PermWrite.
+func (c TopicConfig) Writable() bool { return c.Perm&PermWrite != 0 }
+
+// Validate returns nil if c is acceptable: a valid name, queue counts in
+// 1..MaxQueueNums, Perm made only of the three permission bits, and a filter
+// type that is empty, FilterSingleTag or FilterMultiTag. Errors wrap
+// ErrInvalid.
+func (c TopicConfig) Validate() error {
+	if err := ValidateTopicName(c.TopicName); err != nil {
+		return err
+	}
+	if c.ReadQueueNums < 1 || c.ReadQueueNums > MaxQueueNums {
+		return fmt.Errorf("%w: topic %s: readQueueNums %d outside 1..%d", ErrInvalid, c.TopicName, c.ReadQueueNums, MaxQueueNums)
+	}
+	if c.WriteQueueNums < 1 || c.WriteQueueNums > MaxQueueNums {
+		return fmt.Errorf("%w: topic %s: writeQueueNums %d outside 1..%d", ErrInvalid, c.TopicName, c.WriteQueueNums, MaxQueueNums)
+	}
+	if c.Perm&^(PermRead|PermWrite|PermInherit) != 0 {
+		return fmt.Errorf("%w: topic %s: perm %d has bits other than read(4) write(2) inherit(1)", ErrInvalid, c.TopicName, c.Perm)
+	}
+	switch c.TopicFilterType {
+	case "", FilterSingleTag, FilterMultiTag:
+	default:
+		return fmt.Errorf("%w: topic %s: unknown topicFilterType %q", ErrInvalid, c.TopicName, c.TopicFilterType)
+	}
+	return nil
+}
+
+// TopicsSnapshot is a copy of the topic table, as stored in topics.json and
+// as shipped by replication.
+type TopicsSnapshot struct {
+	DataVersion DataVersion            `json:"dataVersion"`
+	Topics      map[string]TopicConfig `json:"topicConfigTable"`
+}
+
+func (s TopicsSnapshot) validate() error {
+	for name, c := range s.Topics {
+		if name != c.TopicName {
+			return fmt.Errorf("%w: topic table key %q holds topic %q", ErrInvalid, name, c.TopicName)
+		}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Topics is the topic table. It is safe for concurrent use.
+type Topics struct {
+	t      table
+	topics map[string]TopicConfig // guarded by t.mu
+}
+
+// OpenTopics loads the topic table from path (see Open for how a missing or
+// corrupt file is handled). Later Persist calls write to path.
+func OpenTopics(fsys vfs.FS, path string) (*Topics, error) {
+	tp := &Topics{t: table{fsys: fsys, path: path, version: newVersion()}, topics: map[string]TopicConfig{}}
+	var s TopicsSnapshot
+	found, err := load(fsys, path, &s)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		if err := s.validate(); err != nil {
+			return nil, fmt.Errorf("meta: %s: %w", path, err)
+		}
+		tp.t.version = s.DataVersion
+		if s.Topics != nil {
+			tp.topics = s.Topics
+		}
+	}
+	return tp, nil
+}
+
+// Version returns the table's current data version.
+func (tp *Topics) Version() DataVersion { return tp.t.currentVersion() }
+
+// Dirty reports whether the table changed since it was loaded or last
+// persisted.
+func (tp *Topics) Dirty() bool { return tp.t.dirty() }
+
+// Persist writes the table atomically if it changed since it was loaded or
+// last persisted; otherwise it does nothing. On error the table stays dirty
+// and a later Persist retries.
+func (tp *Topics) Persist() error {
+	return tp.t.persist(func() any { return TopicsSnapshot{DataVersion: tp.t.version, Topics: tp.topics} })
+}
+
+// Get returns the topic called name.
+func (tp *Topics) Get(name string) (TopicConfig, bool) {
+	tp.t.mu.RLock()
+	defer tp.t.mu.RUnlock()
+	c, ok := tp.topics[name]
+	return c, ok
+}
+
+// Put creates or replaces the topic c.TopicName after validating c (an
+// empty TopicFilterType becomes FilterSingleTag). The version advances
+// unless c equals the stored config. Errors wrap ErrInvalid.
+func (tp *Topics) Put(c TopicConfig) error {
+	if c.TopicFilterType == "" {
+		c.TopicFilterType = FilterSingleTag
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	tp.t.mu.Lock()
+	defer tp.t.mu.Unlock()
+	if old, ok := tp.topics[c.TopicName]; ok && old == c {
+		return nil
+	}
+	tp.topics[c.TopicName] = c
+	tp.t.changedLocked()
+	return nil
+}
+
+// GetOrCreate returns the topic called name, creating it first (readable,
+// writable, defaultQueues read and write queues) if it does not exist, as
+// RocketMQ's auto-create does. created reports whether it was created. The
+// error wraps ErrInvalid for a bad name or queue count.
+func (tp *Topics) GetOrCreate(name string, defaultQueues int32) (c TopicConfig, created bool, err error) {
+	if c, ok := tp.Get(name); ok {
+		return c, false, nil
+	}
+	c = TopicConfig{
+		TopicName: name, ReadQueueNums: defaultQueues, WriteQueueNums: defaultQueues,
+		Perm: PermRead | PermWrite, TopicFilterType: FilterSingleTag,
+	}
+	if err := c.Validate(); err != nil {
+		return TopicConfig{}, false, err
+	}
+	tp.t.mu.Lock()
+	defer tp.t.mu.Unlock()
+	if old, ok := tp.topics[name]; ok { // lost a race with another creator
+		return old, false, nil
+	}
+	tp.topics[name] = c
+	tp.t.changedLocked()
+	return c, true, nil
+}
+
+// Delete removes the topic called name and reports whether it existed.
+func (tp *Topics) Delete(name string) bool {
+	tp.t.mu.Lock()
+	defer tp.t.mu.Unlock()
+	if _, ok := tp.topics[name]; !ok {
+		return false
+	}
+	delete(tp.topics, name)
+	tp.t.changedLocked()
+	return true
+}
+
+// List returns every topic, sorted by name.
+func (tp *Topics) List() []TopicConfig {
+	tp.t.mu.RLock()
+	defer tp.t.mu.RUnlock()
+	out := make([]TopicConfig, 0, len(tp.topics))
+	for _, name := range slices.Sorted(maps.Keys(tp.topics)) {
+		out = append(out, tp.topics[name])
+	}
+	return out
+}
+
+// Snapshot returns a copy of the table and its version.
+func (tp *Topics) Snapshot() TopicsSnapshot {
+	tp.t.mu.RLock()
+	defer tp.t.mu.RUnlock()
+	return TopicsSnapshot{DataVersion: tp.t.version, Topics: maps.Clone(tp.topics)}
+}
+
+// Apply makes the table a copy of s if s.DataVersion differs from the
+// table's version, and does nothing if they are equal (RocketMQ's
+// version-gated replace). After a replacement, topics missing from s are
+// gone and Version equals s.DataVersion, so applying the same snapshot again
+// is a no-op. changed reports whether the table was replaced. A snapshot with
+// an invalid topic is rejected whole with an error wrapping ErrInvalid.
+func (tp *Topics) Apply(s TopicsSnapshot) (changed bool, err error) {
+	if err := s.validate(); err != nil {
+		return false, fmt.Errorf("meta: apply topics snapshot: %w", err)
+	}
+	return tp.applyValid(s), nil
+}
+
+func (tp *Topics) applyValid(s TopicsSnapshot) bool {
+	tp.t.mu.Lock()
+	defer tp.t.mu.Unlock()
+	if tp.t.version.Equal(s.DataVersion) {
+		return false
+	}
+	tp.topics = maps.Clone(s.Topics)
+	if tp.topics == nil {
+		tp.topics = map[string]TopicConfig{}
+	}
+	tp.t.adoptLocked(s.DataVersion)
+	return true
+}
