@@ -1,0 +1,122 @@
+// Package vfs is keel's filesystem seam. Every file operation the core makes
+// goes through an FS, so the same code runs on the operating system's
+// filesystem (OS) and on a crash-simulating in-memory one (NewCrashFS) in
+// which only synced data survives a simulated power cut and faults (ENOSPC,
+// EIO, short writes) can be injected.
+//
+// # Durability model
+//
+// The contract every implementation keeps, and every caller may rely on:
+//
+//   - Data written with WriteAt, or stored into a Mapping, is volatile until
+//     a later Sync or Datasync on the same file returns nil. After that it
+//     survives a power cut.
+//   - Size changes (Truncate, Allocate) are durable after Sync; Datasync also
+//     makes them durable when they are needed to read the synced data back
+//     (fdatasync semantics).
+//   - The existence of a name (Create, Rename, Remove) is durable only after
+//     SyncDir on its parent directory returns nil.
+//   - A failed Sync or Datasync (EIO) means nothing about what is durable;
+//     callers must treat the store as failed for writes (as PostgreSQL's
+//     fsyncgate lesson teaches, retrying a failed fsync may report success
+//     while data is lost).
+//
+// Implementations are safe for concurrent use by multiple goroutines, with
+// the usual file caveat: concurrent writes to overlapping ranges race.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+)
+
+// ErrNoSpace is returned (possibly wrapped) when the device is full. Callers
+// check it with errors.Is; the OS implementation maps ENOSPC and EDQUOT to it.
+var ErrNoSpace = errors.New("no space left on device")
+
+// ErrIO is returned (possibly wrapped) for an injected or real EIO.
+var ErrIO = errors.New("input/output error")
+
+// FS is a filesystem. Paths use the host's separator; implementations accept
+// absolute or relative paths and clean them.
+type FS interface {
+	// Create creates name (truncating an existing file) for reading and
+	// writing.
+	Create(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	// OpenReadWrite opens an existing file for reading and writing.
+	OpenReadWrite(name string) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes name and everything below it. It is not an error if
+	// name does not exist.
+	RemoveAll(name string) error
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and any missing parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// ReadDir lists the names (not paths) in dir, sorted.
+	ReadDir(dir string) ([]string, error)
+	// Stat describes name.
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the creation, removal and renaming of entries in dir
+	// durable.
+	SyncDir(dir string) error
+	// DiskUsage reports the total and available bytes of the filesystem
+	// holding path.
+	DiskUsage(path string) (DiskUsage, error)
+}
+
+// DiskUsage is the capacity of a filesystem.
+type DiskUsage struct {
+	Total uint64 // bytes in the filesystem
+	Avail uint64 // bytes available to an unprivileged writer
+}
+
+// UsedRatio is the used fraction of the filesystem in [0,1].
+func (d DiskUsage) UsedRatio() float64 {
+	if d.Total == 0 {
+		return 0
+	}
+	return float64(d.Total-d.Avail) / float64(d.Total)
+}
+
+// File is an open file.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Name is the path the file was opened with.
+	Name() string
+	// Size is the file's current (volatile) size.
+	Size() (int64, error)
+	// Sync is fsync: data and metadata become durable.
+	Sync() error
+	// Datasync is fdatasync: data, and the metadata needed to read it back,
+	// become durable.
+	Datasync() error
+	// Truncate sets the file's size.
+	Truncate(size int64) error
+	// Allocate reserves [off, off+n) so later writes there cannot fail for
+	// lack of space (fallocate without KEEP_SIZE: the size grows to off+n).
+	// It fails with ErrNoSpace when the space is not there.
+	Allocate(off, n int64) error
+	// ZeroRange makes [off, off+n) read as zeros without changing the size
+	// and keeps the space allocated. Mappings observe the zeros.
+	ZeroRange(off, n int64) error
+	// Map maps [0, size) of the file shared and read-write. The file must
+	// already be at least size bytes long. Stores into the mapping are
+	// volatile writes to the file (see the package durability model) and
+	// are made durable by Sync or Datasync on this File.
+	Map(size int) (Mapping, error)
+}
+
+// Mapping is a shared memory mapping of a file.
+type Mapping interface {
+	// Bytes returns the mapped memory. It must not be used after Close.
+	Bytes() []byte
+	// Close unmaps the memory. It does not sync.
+	Close() error
+}
