@@ -1,0 +1,41 @@
+// Package cq implements keel's consume queues: per topic/queue indexes of
+// 20-byte entries that map a logical queue offset to a message's commitlog
+// position, size and tag hash, laid out like Apache RocketMQ's ConsumeQueue.
+//
+// # On-disk layout
+//
+// A queue lives in {root}/{topic}/{queueId}/. Entry i of the queue sits at
+// logical byte i*EntrySize. The logical space is cut into files of
+// EntriesPerFile*EntrySize bytes, each named by the 20-digit zero-padded
+// logical byte offset of its first entry. Files are preallocated to full size
+// and memory-mapped for both writing and reading. An entry is, big-endian:
+//
+//	commitlog offset int64 | size int32 | tags code int64
+//
+// A queue whose first message is not at queue offset 0 (a slave that starts
+// mid-stream, or a queue whose early files were lost) starts with the file
+// that contains that first offset; the entries before it in that file are
+// blank units (0, math.MaxInt32, 0), as RocketMQ's fillPreBlank writes them.
+// Blank units never follow a real entry.
+//
+// # Derived data
+//
+// A consume queue is derived from the commitlog: it is rebuilt by
+// re-dispatching commitlog records, and Put is idempotent for records already
+// indexed (their end offset is at or below MaxPhysOffset). Recovery on open
+// therefore only needs to find a plausible end; the caller (the store's
+// recovery) must then call TruncatePhys with the commitlog's valid end
+// before dispatching again, which drops any entry a torn write or a
+// discarded commitlog tail left behind.
+//
+// # Concurrency
+//
+// Each Queue has exactly one writer goroutine (the dispatcher) calling Put.
+// Readers (Get, At, Min, Max, MaxPhysOffset, SearchTime) may run at any time
+// from any number of goroutines: the write position is published with an
+// atomic store after the entry's 20 bytes are written, so a reader never sees
+// a half-written entry. Flush may run concurrently with Put and readers.
+// TruncatePhys and SetMinPhysOffset must be called while no Put is running
+// (dispatch paused); they take the queue's write lock, so concurrent readers
+// stay safe and simply wait for them.
+package cq
