@@ -1,0 +1,46 @@
+# keel — make targets. `make test` is the test command; `make run` starts keel
+# on its default profile.
+GO        ?= go
+BIN       := bin/keel
+PROFILE   ?= configs/profiles/default.toml
+GOFLAGS_T ?= -count=1
+FUZZTIME  ?= 20s
+
+.PHONY: all build test test-short run bench-quick bench lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/keel
+
+# Unit, property, crash and end-to-end tests; -race on everything.
+test:
+	$(GO) vet ./...
+	$(GO) test $(GOFLAGS_T) -race -timeout 15m ./...
+
+test-short:
+	$(GO) test $(GOFLAGS_T) -short ./...
+
+run: build
+	./$(BIN) serve --profile $(PROFILE)
+
+bench-quick: build
+	./$(BIN) bench --config configs/bench/quick.toml --out bench-out/quick --quick
+
+bench: build
+	./$(BIN) bench --config configs/bench/full.toml --out bench-out/full
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+# Run every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin bench-out

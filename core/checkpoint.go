@@ -1,0 +1,154 @@
+package core
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+
+	"github.com/keelmq/keel/core/vfs"
+)
+
+// Checkpoint is the durable recovery state, written every CheckpointEvery
+// and at shutdown.
+//
+// File format ("checkpoint" in the store root): two 128-byte slots at
+// offsets 0 and 128, written alternately so a torn write of one leaves the
+// other intact. Each slot, big-endian:
+//
+//	0  magic    uint32 0x4B43504B ("KCPK")
+//	4  version  uint32 1
+//	8  seq      uint64 (the slot with the larger valid seq wins)
+//	16 flushed  int64  commitlog bytes below are durable
+//	24 dispatched int64 consume queues and listeners are durable below
+//	32 confirm  int64  last confirm offset
+//	40 min      int64  commitlog minimum offset
+//	48 physTs   int64  store timestamp of the last flushed record (ms)
+//	56 logicsTs int64  store timestamp of the last dispatched record (ms)
+//	64..123 reserved, zero
+//	124 crc     uint32 CRC32-C of bytes [0,124)
+type Checkpoint struct {
+	Seq        uint64
+	Flushed    int64
+	Dispatched int64
+	Confirm    int64
+	Min        int64
+	PhysTs     int64
+	LogicsTs   int64
+}
+
+const (
+	ckptMagic   = 0x4B43504B
+	ckptVersion = 1
+	ckptSlot    = 128
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (c *Checkpoint) encode() []byte {
+	b := make([]byte, ckptSlot)
+	binary.BigEndian.PutUint32(b[0:], ckptMagic)
+	binary.BigEndian.PutUint32(b[4:], ckptVersion)
+	binary.BigEndian.PutUint64(b[8:], c.Seq)
+	binary.BigEndian.PutUint64(b[16:], uint64(c.Flushed))
+	binary.BigEndian.PutUint64(b[24:], uint64(c.Dispatched))
+	binary.BigEndian.PutUint64(b[32:], uint64(c.Confirm))
+	binary.BigEndian.PutUint64(b[40:], uint64(c.Min))
+	binary.BigEndian.PutUint64(b[48:], uint64(c.PhysTs))
+	binary.BigEndian.PutUint64(b[56:], uint64(c.LogicsTs))
+	binary.BigEndian.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
+	return b
+}
+
+func decodeCheckpoint(b []byte) (Checkpoint, bool) {
+	if len(b) < ckptSlot ||
+		binary.BigEndian.Uint32(b[0:]) != ckptMagic ||
+		binary.BigEndian.Uint32(b[4:]) != ckptVersion ||
+		binary.BigEndian.Uint32(b[124:]) != crc32.Checksum(b[:124], castagnoli) {
+		return Checkpoint{}, false
+	}
+	return Checkpoint{
+		Seq:        binary.BigEndian.Uint64(b[8:]),
+		Flushed:    int64(binary.BigEndian.Uint64(b[16:])),
+		Dispatched: int64(binary.BigEndian.Uint64(b[24:])),
+		Confirm:    int64(binary.BigEndian.Uint64(b[32:])),
+		Min:        int64(binary.BigEndian.Uint64(b[40:])),
+		PhysTs:     int64(binary.BigEndian.Uint64(b[48:])),
+		LogicsTs:   int64(binary.BigEndian.Uint64(b[56:])),
+	}, true
+}
+
+// ReadCheckpoint reads the newest valid slot of a checkpoint file. It
+// returns ok=false when the file does not exist, and an error when it exists
+// but no slot is valid.
+func ReadCheckpoint(fsys vfs.FS, path string) (c Checkpoint, ok bool, err error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return c, false, nil
+		}
+		return c, false, fmt.Errorf("open checkpoint: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, 2*ckptSlot)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return c, false, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	a, okA := decodeCheckpoint(buf[:min(n, ckptSlot)])
+	var b Checkpoint
+	okB := false
+	if n > ckptSlot {
+		b, okB = decodeCheckpoint(buf[ckptSlot:n])
+	}
+	switch {
+	case okA && okB:
+		if b.Seq > a.Seq {
+			return b, true, nil
+		}
+		return a, true, nil
+	case okA:
+		return a, true, nil
+	case okB:
+		return b, true, nil
+	}
+	return c, false, fmt.Errorf("checkpoint %s: no valid slot (both torn or not a keel checkpoint)", path)
+}
+
+// checkpointFile writes checkpoints alternately into the two slots.
+type checkpointFile struct {
+	f    vfs.File
+	last Checkpoint
+}
+
+func openCheckpointFile(fsys vfs.FS, path string, last Checkpoint, exists bool) (*checkpointFile, error) {
+	var f vfs.File
+	var err error
+	if exists {
+		f, err = fsys.OpenReadWrite(path)
+	} else {
+		f, err = fsys.Create(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint for writing: %w", err)
+	}
+	return &checkpointFile{f: f, last: last}, nil
+}
+
+// write durably records c (its Seq is assigned here).
+func (cf *checkpointFile) write(c Checkpoint) error {
+	c.Seq = cf.last.Seq + 1
+	off := int64(c.Seq%2) * ckptSlot
+	if _, err := cf.f.WriteAt(c.encode(), off); err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	if err := cf.f.Datasync(); err != nil {
+		return fmt.Errorf("sync checkpoint: %w", err)
+	}
+	cf.last = c
+	return nil
+}
+
+func (cf *checkpointFile) close() error { return cf.f.Close() }

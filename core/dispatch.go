@@ -1,0 +1,128 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/keelmq/keel/core/record"
+)
+
+const dispatchBatch = 1024
+
+// dispatchLoop tails the commitlog up to the confirm offset, feeding the
+// consume queues and listeners. Master and slave run the same loop: a slave
+// dispatches what replication appended.
+func (s *Store) dispatchLoop() {
+	for {
+		c1 := s.committedN.wait()
+		c2 := s.confirmN.wait()
+		n, err := s.dispatchOnce()
+		if err != nil {
+			s.log.Error("dispatch failed; retrying", "dispatched", s.dispatched.Load(), "err", err)
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-c1:
+		case <-c2:
+		case <-time.After(time.Second): // a ConfirmSource that forgot to notify
+		}
+	}
+}
+
+// dispatchOnce dispatches records from the dispatched offset up to the
+// confirm offset (at most one segment, and batches of dispatchBatch records
+// to listeners), returning the number of bytes it advanced.
+func (s *Store) dispatchOnce() (int64, error) {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	from := s.dispatched.Load()
+	target := s.confirmOffset()
+	if from >= target {
+		return 0, nil
+	}
+	seg := s.segmentFor(from)
+	if seg == nil {
+		return 0, fmt.Errorf("dispatch from %d: no segment holds it", from)
+	}
+	end := min(target, seg.start+s.opts.SegmentSize)
+	var batch []DispatchRecord
+	if len(s.opts.Listeners) > 0 {
+		batch = make([]DispatchRecord, 0, dispatchBatch)
+	}
+	pos := from
+	var lastTs int64
+	flushBatch := func() error {
+		for _, l := range s.opts.Listeners {
+			if err := l.Dispatch(batch); err != nil {
+				return fmt.Errorf("dispatch listener: %w", err)
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	err := seg.view(from-seg.start, end-from, func(b []byte) error {
+		for off := 0; off < len(b); {
+			size, info, err := record.Check(b[off:], false)
+			if err != nil {
+				return fmt.Errorf("dispatch record at %d in %s: %w", pos, seg.path, err)
+			}
+			if info.Blank {
+				pos = seg.start + s.opts.SegmentSize
+				return nil
+			}
+			if countsInQueue(info.SysFlag) {
+				q, err := s.cqs.GetOrCreate(info.Topic, info.QueueID)
+				if err != nil {
+					return fmt.Errorf("dispatch record at %d: %w", pos, err)
+				}
+				if err := q.Put(info.QueueOffset, cqEntry(info)); err != nil {
+					return fmt.Errorf("dispatch record at %d to %s/%d: %w", pos, info.Topic, info.QueueID, err)
+				}
+			}
+			if batch != nil {
+				batch = append(batch, DispatchRecord{
+					Topic: info.Topic, QueueID: info.QueueID, QueueOffset: info.QueueOffset,
+					PhysOffset: info.PhysOffset, Size: info.Size, TagsCode: info.TagsCode,
+					StoreTimestamp: info.StoreTimestamp, SysFlag: info.SysFlag,
+					Keys: info.Keys, UniqKey: info.UniqKey,
+				})
+				if len(batch) == dispatchBatch {
+					if err := flushBatch(); err != nil {
+						return err
+					}
+				}
+			}
+			lastTs = info.StoreTimestamp
+			off += size
+			pos += int64(size)
+		}
+		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		err = flushBatch()
+	}
+	// Entries already put into queues are idempotent to redo; only advance
+	// what fully succeeded.
+	if pos > from && err == nil {
+		s.dispatched.Store(pos)
+		if lastTs > 0 {
+			s.dispatchTs.Store(lastTs)
+		}
+		s.dispatchedN.notify()
+	}
+	if err != nil && errors.Is(err, ErrOffset) {
+		return 0, err
+	}
+	return pos - from, err
+}

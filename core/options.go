@@ -1,0 +1,231 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/keelmq/keel/core/vfs"
+)
+
+// Defaults, matching Apache RocketMQ's MessageStoreConfig where one exists.
+const (
+	DefaultSegmentSize      = 1 << 30
+	DefaultMaxMessageSize   = 4 << 20
+	DefaultCQEntriesPerFile = 300000
+	DefaultRetention        = 72 * time.Hour
+	DefaultCheckpointEvery  = time.Second
+	DefaultCleanEvery       = 10 * time.Second
+)
+
+// Options configures a Store. The zero value of every field but Dir means
+// its default.
+type Options struct {
+	// Dir is the store's root directory. Required.
+	Dir string
+	// FS is the filesystem; nil means vfs.OS.
+	FS vfs.FS
+	// Logger receives the store's logs; nil means slog.Default().
+	Logger *slog.Logger
+
+	// SegmentSize is the size of every commitlog segment file. Default 1 GiB.
+	// It is fixed for the life of a store: opening with a different size
+	// fails.
+	SegmentSize int64
+	// MaxMessageSize bounds a message body. Default 4 MiB.
+	MaxMessageSize int
+	// CQEntriesPerFile is the number of 20-byte entries per consume queue
+	// file. Default 300000.
+	CQEntriesPerFile int
+	// CheckCRCOnRecover verifies body CRCs while recovering after a crash.
+	// Default true; set DisableCRCOnRecover to turn it off.
+	DisableCRCOnRecover bool
+
+	// FlushInterval > 0 makes the store run its own minimal flush policy: a
+	// background goroutine that flushes everything committed every
+	// FlushInterval. Leave 0 when a flush strategy drives Flush.
+	FlushInterval time.Duration
+	// VisibleAfterFlush limits dispatch (and so consumer visibility) to
+	// flushed data, as RocketMQ does under SYNC_FLUSH.
+	VisibleAfterFlush bool
+	// Confirm, when set, further limits dispatch to Confirm.ConfirmOffset()
+	// (for example to replicated data). Its owner calls Store.NotifyConfirm
+	// when the value grows.
+	Confirm ConfirmSource
+	// Listeners receive every dispatched record after the consume queues,
+	// in log order (indexers).
+	Listeners []DispatchListener
+
+	// CheckpointEvery is how often consume queues are flushed and the
+	// checkpoint written. Default 1 s.
+	CheckpointEvery time.Duration
+
+	// Retention configures segment deletion; see RetentionOptions.
+	Retention RetentionOptions
+
+	// Now returns the store clock in Unix milliseconds; nil means the
+	// system clock. Tests use it.
+	Now func() int64
+}
+
+// RetentionOptions configures deletion of old segments, RocketMQ-style.
+type RetentionOptions struct {
+	// FileReservedTime is how long a segment is kept after its last write.
+	// Default 72 h. Negative disables deletion by age.
+	FileReservedTime time.Duration
+	// DeleteWhen lists the hours of the day (0-23) at which expired
+	// segments are deleted. Empty means 04 (RocketMQ's "04").
+	DeleteWhen []int
+	// DiskMaxUsedRatio: above it, expired segments are deleted at any hour.
+	// Default 0.75.
+	DiskMaxUsedRatio float64
+	// CleanForciblyRatio: above it, the oldest segments are deleted even if
+	// not expired. Default 0.85.
+	CleanForciblyRatio float64
+	// WarningRatio: above it, appends are refused with ErrDiskFull until
+	// usage drops below CleanForciblyRatio. Default 0.90.
+	WarningRatio float64
+	// CleanEvery is how often the retention check runs. Default 10 s.
+	CleanEvery time.Duration
+	// MaxDeletePerRun bounds deletions per check. Default 10.
+	MaxDeletePerRun int
+}
+
+// ConfirmSource supplies the confirm offset: how far the dispatcher may make
+// the log visible. It must be safe to call from the dispatcher goroutine and
+// never decrease.
+type ConfirmSource interface {
+	ConfirmOffset() int64
+}
+
+// DispatchRecord is what dispatch listeners receive for each record.
+type DispatchRecord struct {
+	Topic          string
+	QueueID        int32
+	QueueOffset    int64
+	PhysOffset     int64
+	Size           int32
+	TagsCode       int64
+	StoreTimestamp int64
+	SysFlag        int32
+	// Keys is the raw KEYS property (space separated), UniqKey the
+	// UNIQ_KEY property; both may be empty.
+	Keys    string
+	UniqKey string
+}
+
+// DispatchListener receives dispatched records (an indexer).
+//
+// Dispatch is called only by the store's dispatcher goroutine, in log
+// order, with batches that never overlap except after a crash, when records
+// after the last checkpoint are dispatched again: implementations must be
+// idempotent for records they have already seen. An error stops dispatch
+// to every consumer until a retry succeeds (it is retried every 100 ms) and
+// is logged.
+//
+// Sync must make everything dispatched so far durable. It is called by the
+// checkpointer, concurrently with Dispatch; after it returns nil the store
+// may record in its checkpoint that records before the dispatched offset
+// need not be dispatched again.
+type DispatchListener interface {
+	Dispatch(batch []DispatchRecord) error
+	Sync() error
+}
+
+// Errors returned by the store. Test with errors.Is.
+var (
+	// ErrDiskFull: the disk is above the warning ratio or an allocation
+	// failed for lack of space. Nothing was written; reads keep working and
+	// appends resume when space returns.
+	ErrDiskFull = errors.New("disk full")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store closed")
+	// ErrReadOnly: a previous I/O error (a failed fsync) made the store
+	// refuse writes until it is reopened.
+	ErrReadOnly = errors.New("store is read-only after an I/O error")
+	// ErrCorrupt: a record below the durable checkpoint is damaged. The
+	// error names the segment file and offset; `keel store repair` cuts the
+	// log there explicitly.
+	ErrCorrupt = errors.New("commitlog corrupt below the durable checkpoint")
+	// ErrOffset: a physical offset outside the log or not on a record
+	// boundary.
+	ErrOffset = errors.New("offset out of range")
+	// ErrMessage: the message is invalid (too large, bad topic, properties
+	// too long); the wrapped error from core/record says which.
+	ErrMessage = errors.New("invalid message")
+)
+
+// CorruptError describes corruption found below the durable checkpoint.
+type CorruptError struct {
+	File   string // segment file path
+	Offset int64  // physical offset of the damaged record
+	Reason error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("commitlog corrupt below the durable checkpoint: %s at offset %d: %v (run `keel store repair` to truncate explicitly)", e.File, e.Offset, e.Reason)
+}
+
+func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Reason} }
+
+func (o *Options) withDefaults() (Options, error) {
+	r := *o
+	if r.Dir == "" {
+		return r, errors.New("core: Options.Dir is required")
+	}
+	if r.FS == nil {
+		r.FS = vfs.OS
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.SegmentSize == 0 {
+		r.SegmentSize = DefaultSegmentSize
+	}
+	if r.MaxMessageSize == 0 {
+		r.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if r.CQEntriesPerFile == 0 {
+		r.CQEntriesPerFile = DefaultCQEntriesPerFile
+	}
+	if r.CheckpointEvery == 0 {
+		r.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if r.Now == nil {
+		r.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	ro := &r.Retention
+	if ro.FileReservedTime == 0 {
+		ro.FileReservedTime = DefaultRetention
+	}
+	if len(ro.DeleteWhen) == 0 {
+		ro.DeleteWhen = []int{4}
+	}
+	if ro.DiskMaxUsedRatio == 0 {
+		ro.DiskMaxUsedRatio = 0.75
+	}
+	if ro.CleanForciblyRatio == 0 {
+		ro.CleanForciblyRatio = 0.85
+	}
+	if ro.WarningRatio == 0 {
+		ro.WarningRatio = 0.90
+	}
+	if ro.CleanEvery == 0 {
+		ro.CleanEvery = DefaultCleanEvery
+	}
+	if ro.MaxDeletePerRun == 0 {
+		ro.MaxDeletePerRun = 10
+	}
+	if r.SegmentSize < 4096 {
+		return r, fmt.Errorf("core: segment size %d too small (min 4096)", r.SegmentSize)
+	}
+	if int64(r.MaxMessageSize)+4096 > r.SegmentSize {
+		return r, fmt.Errorf("core: max message size %d does not fit a segment of %d bytes", r.MaxMessageSize, r.SegmentSize)
+	}
+	if !(ro.DiskMaxUsedRatio <= ro.CleanForciblyRatio && ro.CleanForciblyRatio <= ro.WarningRatio && ro.WarningRatio <= 1) {
+		return r, fmt.Errorf("core: retention ratios must satisfy max_used (%v) <= clean_forcibly (%v) <= warning (%v) <= 1",
+			ro.DiskMaxUsedRatio, ro.CleanForciblyRatio, ro.WarningRatio)
+	}
+	return r, nil
+}

@@ -1,0 +1,167 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/keelmq/keel/core/cq"
+	"github.com/keelmq/keel/core/record"
+)
+
+// AppendRaw appends replicated log bytes at physical offset off, which must
+// equal the committed offset (or, on an empty store, any offset: the log
+// then starts there, as for a slave copying from a master's minimum). data
+// must hold whole records as ReadLog returns them: each record's
+// PHYSICALOFFSET must equal its position, and a BLANK must end exactly at
+// its segment's end. Records are CRC-checked. Nothing is written unless all
+// of data is valid. Queue offsets are taken from the records, so a slave's
+// consume queues are index-identical to its master's.
+func (s *Store) AppendRaw(off int64, data []byte) error {
+	if err := s.Writable(); err != nil {
+		return err
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	empty := len(*s.segs.Load()) == 0
+	if !empty && off != s.wrotePos {
+		return fmt.Errorf("append replicated bytes at %d: local log ends at %d: %w", off, s.wrotePos, ErrOffset)
+	}
+	if empty {
+		s.wrotePos = off
+		s.minOffset.Store(off)
+		s.committed.Store(off)
+		s.flushed.Store(off)
+		s.dispatched.Store(off)
+	}
+	segSize := s.opts.SegmentSize
+	// Validate first: nothing is written unless everything is valid.
+	type rec struct {
+		qk   queueKey
+		qo   int64
+		ts   int64
+		keep bool
+	}
+	recs := make([]rec, 0, 16)
+	pos := off
+	for b := data; len(b) > 0; {
+		size, info, err := record.Check(b, true)
+		if err != nil {
+			return fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
+		}
+		if info.Blank {
+			if (pos+int64(size))%segSize != 0 || size != len(b) {
+				return fmt.Errorf("append replicated bytes: BLANK at %d of %d bytes does not end its segment and the data: %w", pos, size, ErrOffset)
+			}
+		} else {
+			if info.PhysOffset != pos {
+				return fmt.Errorf("append replicated bytes: record at %d claims offset %d: %w", pos, info.PhysOffset, ErrOffset)
+			}
+			if pos/segSize != (pos+int64(size)-1)/segSize {
+				return fmt.Errorf("append replicated bytes: record at %d crosses a segment end: %w", pos, ErrOffset)
+			}
+			recs = append(recs, rec{queueKey{info.Topic, info.QueueID}, info.QueueOffset, info.StoreTimestamp, countsInQueue(info.SysFlag)})
+		}
+		b = b[size:]
+		pos += int64(size)
+	}
+	for b := data; len(b) > 0; {
+		if s.active == nil || s.wrotePos >= s.active.start+segSize {
+			if err := s.ensureRoomLocked(1); err != nil {
+				return err
+			}
+		}
+		rel := s.wrotePos - s.active.start
+		n := min(int64(len(b)), segSize-rel)
+		copy(s.active.data[rel:], b[:n])
+		s.wrotePos += n
+		b = b[n:]
+	}
+	for _, r := range recs {
+		if r.keep && r.qo+1 > s.queueOffsets[r.qk] {
+			s.queueOffsets[r.qk] = r.qo + 1
+		}
+		s.lastTs.Store(r.ts)
+	}
+	s.committed.Store(s.wrotePos)
+	s.committedN.notify()
+	return nil
+}
+
+// Truncate cuts the log back to off, a record boundary in [min, committed]:
+// commitlog bytes, consume queue entries, queue offsets, the epoch history
+// and the checkpoint all follow. Replication uses it when a slave's tail
+// diverges from its master. Appends and dispatch are paused meanwhile.
+func (s *Store) Truncate(off int64) error {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if off == s.wrotePos {
+		return nil
+	}
+	if off < s.minOffset.Load() || off > s.wrotePos {
+		return fmt.Errorf("truncate to %d (log is [%d,%d)): %w", off, s.minOffset.Load(), s.wrotePos, ErrOffset)
+	}
+	if seg := s.segmentFor(off); seg != nil && off%s.opts.SegmentSize != 0 {
+		var bad error
+		seg.view(off-seg.start, min(s.wrotePos, seg.start+s.opts.SegmentSize)-off, func(b []byte) error {
+			_, info, err := record.Check(b, false)
+			if err == nil && !info.Blank && info.PhysOffset != off {
+				err = fmt.Errorf("record there claims offset %d", info.PhysOffset)
+			}
+			bad = err
+			return nil
+		})
+		if bad != nil {
+			return fmt.Errorf("truncate to %d: not a record boundary: %w: %w", off, ErrOffset, bad)
+		}
+	}
+	if err := s.cutAfter(off, true); err != nil {
+		return err
+	}
+	s.pre.discard()
+	if err := s.cqs.TruncatePhys(off); err != nil {
+		return fmt.Errorf("truncate consume queues to %d: %w", off, err)
+	}
+	if err := s.epochs.TruncateSuffix(off); err != nil {
+		return fmt.Errorf("truncate epochs to %d: %w", off, err)
+	}
+	disp := min(s.dispatched.Load(), off)
+	// Rebuild queue offsets: the queues, then records not yet dispatched.
+	clear(s.queueOffsets)
+	s.cqs.Each(func(q *cq.Queue) bool {
+		s.queueOffsets[queueKey{q.Topic(), q.QueueID()}] = q.Max()
+		return true
+	})
+	_, table, err := s.scan(disp, off, false)
+	if err != nil {
+		return fmt.Errorf("rescan after truncate: %w", err)
+	}
+	for k, v := range table {
+		s.queueOffsets[k] = max(s.queueOffsets[k], v)
+	}
+	s.wrotePos = off
+	s.committed.Store(off)
+	if s.flushed.Load() > off {
+		s.flushed.Store(off)
+	}
+	s.dispatched.Store(disp)
+	if seg := s.segmentFor(off); seg != nil {
+		s.active = seg
+	} else {
+		segs := *s.segs.Load()
+		if len(segs) > 0 {
+			s.active = segs[len(segs)-1]
+		}
+	}
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	c := s.ckpt.last
+	c.Flushed, c.Dispatched = min(c.Flushed, off), min(c.Dispatched, disp)
+	if err := s.ckpt.write(c); err != nil {
+		return fmt.Errorf("checkpoint after truncate: %w", err)
+	}
+	s.log.Warn("log truncated", "offset", off)
+	return nil
+}

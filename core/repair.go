@@ -1,0 +1,108 @@
+package core
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/keelmq/keel/core/cq"
+	"github.com/keelmq/keel/core/vfs"
+)
+
+// RepairPlan is what Repair cuts (or would cut, on a dry run).
+type RepairPlan struct {
+	CutAt           int64    // physical offset of the first damaged record; -1 if the log is intact
+	File            string   // segment holding it
+	Reason          string   // why the record is invalid
+	BytesCut        int64    // valid-looking bytes lost after the cut point (an upper bound)
+	SegmentsRemoved []string // later segment files removed
+}
+
+// Repair finds the first damaged record of a closed store (checking CRCs)
+// and, unless dryRun, truncates the log there explicitly: the rest of that
+// segment is zeroed, later segments are removed, consume queues and the
+// checkpoint follow. It is the operator's answer to a *CorruptError from
+// Open; everything after the damage is lost, so run it with dryRun first.
+// Only o.Dir, o.FS and o.CQEntriesPerFile are used.
+func Repair(o Options, dryRun bool) (*RepairPlan, error) {
+	dir, fsys, perFile := o.Dir, o.FS, o.CQEntriesPerFile
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	if perFile == 0 {
+		perFile = DefaultCQEntriesPerFile
+	}
+	rep, err := Inspect(dir, InspectOptions{FS: fsys, CheckCRC: true})
+	if err != nil {
+		return nil, err
+	}
+	plan := &RepairPlan{CutAt: rep.FirstBad, Reason: rep.FirstBadError}
+	if rep.FirstBad < 0 {
+		return plan, nil
+	}
+	cut := rep.FirstBad
+	for _, sg := range rep.Segments {
+		switch {
+		case sg.Start <= cut && cut < sg.Start+rep.SegmentSize:
+			plan.File = sg.File
+		case sg.Start > cut:
+			plan.SegmentsRemoved = append(plan.SegmentsRemoved, sg.File)
+			plan.BytesCut += sg.Bytes
+		}
+	}
+	if dryRun {
+		return plan, nil
+	}
+	f, err := fsys.OpenReadWrite(plan.File)
+	if err != nil {
+		return nil, fmt.Errorf("repair: %w", err)
+	}
+	rel := cut % rep.SegmentSize
+	if err := f.ZeroRange(rel, rep.SegmentSize-rel); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("repair: zero %s from %d: %w", plan.File, cut, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("repair: sync %s: %w", plan.File, err)
+	}
+	f.Close()
+	for _, p := range plan.SegmentsRemoved {
+		if err := fsys.Remove(p); err != nil {
+			return nil, fmt.Errorf("repair: remove %s: %w", p, err)
+		}
+	}
+	if err := fsys.SyncDir(filepath.Join(dir, CommitlogDir)); err != nil {
+		return nil, fmt.Errorf("repair: sync commitlog dir: %w", err)
+	}
+	set, err := cq.OpenSet(cq.Options{FS: fsys, EntriesPerFile: perFile}, filepath.Join(dir, ConsumeQueueDir))
+	if err != nil {
+		return nil, fmt.Errorf("repair: open consume queues: %w", err)
+	}
+	if err := set.TruncatePhys(cut); err != nil {
+		set.Close()
+		return nil, fmt.Errorf("repair: truncate consume queues: %w", err)
+	}
+	if err := set.Flush(); err != nil {
+		set.Close()
+		return nil, fmt.Errorf("repair: flush consume queues: %w", err)
+	}
+	set.Close()
+	ckPath := filepath.Join(dir, CheckpointFile)
+	ck, ok, err := ReadCheckpoint(fsys, ckPath)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		cf, err := openCheckpointFile(fsys, ckPath, ck, true)
+		if err != nil {
+			return nil, err
+		}
+		ck.Flushed, ck.Dispatched, ck.Confirm = min(ck.Flushed, cut), min(ck.Dispatched, cut), min(ck.Confirm, cut)
+		err = cf.write(ck)
+		cf.close()
+		if err != nil {
+			return nil, fmt.Errorf("repair: %w", err)
+		}
+	}
+	return plan, nil
+}

@@ -1,0 +1,135 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/keelmq/keel/core/record"
+)
+
+func (s *Store) retentionLoop() {
+	s.checkDisk()
+	t := time.NewTicker(s.opts.Retention.CleanEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if _, err := s.Clean(false); err != nil {
+				s.log.Error("retention", "err", err)
+			}
+		}
+	}
+}
+
+// checkDisk updates the disk-full flag: set above the warning ratio,
+// cleared below the clean-forcibly ratio (RocketMQ's hysteresis). It
+// returns the used ratio.
+func (s *Store) checkDisk() float64 {
+	du, err := s.fs.DiskUsage(s.dir)
+	if err != nil {
+		s.log.Warn("disk usage unknown", "err", err)
+		return 0
+	}
+	r := du.UsedRatio()
+	ro := s.opts.Retention
+	switch {
+	case r >= ro.WarningRatio:
+		if !s.diskFull.Swap(true) {
+			s.log.Error("disk full: refusing appends", "used", fmt.Sprintf("%.1f%%", r*100), "warning_ratio", ro.WarningRatio)
+		}
+	case r < ro.CleanForciblyRatio:
+		if s.diskFull.Swap(false) {
+			s.log.Info("disk space back: accepting appends", "used", fmt.Sprintf("%.1f%%", r*100))
+		}
+	}
+	return r
+}
+
+// Clean runs one retention pass and returns the number of segments
+// deleted. Segments are deleted oldest first, never the active one and
+// never with a hole: expired segments (last write older than
+// FileReservedTime) at a DeleteWhen hour or when usage is above
+// DiskMaxUsedRatio; any segment when usage is above CleanForciblyRatio or
+// force is set. A segment's last write time is the store timestamp of the
+// first record of the segment after it.
+func (s *Store) Clean(force bool) (int, error) {
+	used := s.checkDisk()
+	ro := s.opts.Retention
+	now := s.opts.Now()
+	hourOK := slices.Contains(ro.DeleteWhen, time.UnixMilli(now).Hour())
+	forcibly := force || used >= ro.CleanForciblyRatio
+	byAge := ro.FileReservedTime > 0 && (hourOK || used >= ro.DiskMaxUsedRatio)
+	if !forcibly && !byAge {
+		return 0, nil
+	}
+	deleted := 0
+	for deleted < ro.MaxDeletePerRun {
+		segs := *s.segs.Load()
+		if len(segs) < 2 {
+			break
+		}
+		first, next := segs[0], segs[1]
+		// Never delete what has not been dispatched or flushed yet.
+		if next.start > s.dispatched.Load() || next.start > s.flushed.Load() {
+			break
+		}
+		if !forcibly {
+			ts, err := s.firstTimestamp(next)
+			if err != nil || now-ts < ro.FileReservedTime.Milliseconds() {
+				break
+			}
+		}
+		if err := s.deleteFirst(first, next.start); err != nil {
+			return deleted, err
+		}
+		deleted++
+		if !force && s.checkDisk() < ro.DiskMaxUsedRatio && !byAge {
+			break
+		}
+	}
+	if deleted > 0 {
+		s.log.Info("retention deleted segments", "count", deleted, "min", s.minOffset.Load(), "disk_used", fmt.Sprintf("%.1f%%", used*100))
+	}
+	return deleted, nil
+}
+
+func (s *Store) firstTimestamp(seg *segment) (int64, error) {
+	var ts int64
+	err := seg.view(0, min(s.opts.SegmentSize, 1<<16), func(b []byte) error {
+		_, info, err := record.Check(b, false)
+		ts = info.StoreTimestamp
+		return err
+	})
+	return ts, err
+}
+
+// deleteFirst removes the oldest segment; the log minimum becomes newMin.
+func (s *Store) deleteFirst(first *segment, newMin int64) error {
+	s.appendMu.Lock()
+	segs := *s.segs.Load()
+	if len(segs) < 2 || segs[0] != first {
+		s.appendMu.Unlock()
+		return errors.New("retention: segment list changed")
+	}
+	rest := slices.Clone(segs[1:])
+	s.segs.Store(&rest)
+	s.minOffset.Store(newMin)
+	s.appendMu.Unlock()
+	if err := first.remove(s.fs); err != nil {
+		return err
+	}
+	if err := s.fs.SyncDir(s.cl); err != nil {
+		return fmt.Errorf("sync commitlog dir after retention: %w", err)
+	}
+	if err := s.cqs.SetMinPhysOffset(newMin); err != nil {
+		return fmt.Errorf("move consume queue minimums to %d: %w", newMin, err)
+	}
+	if err := s.epochs.TruncatePrefix(newMin); err != nil {
+		return fmt.Errorf("truncate epoch history below %d: %w", newMin, err)
+	}
+	return s.Checkpoint()
+}

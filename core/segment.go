@@ -1,0 +1,173 @@
+package core
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/keelmq/keel/core/vfs"
+)
+
+// segment is one preallocated, memory-mapped commitlog file named by its
+// 20-digit start offset.
+//
+// Bytes are written into data under the store's append lock (or by the
+// single replication writer) and read by copying out of data while holding
+// mu for reading, so retention can unmap a segment only when no reader is
+// inside it.
+type segment struct {
+	start int64
+	size  int64
+	path  string
+
+	mu      sync.RWMutex // guards f, m and data against unmap
+	f       vfs.File
+	m       vfs.Mapping
+	data    []byte
+	removed bool
+}
+
+func segmentName(start int64) string { return fmt.Sprintf("%020d", start) }
+
+func parseSegmentName(name string) (int64, bool) {
+	if len(name) != 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(name, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// createSegment creates and preallocates a segment under a temporary name,
+// makes it durable and renames it into place, so a crash never leaves a
+// short segment behind under a real name.
+func createSegment(fs vfs.FS, dir string, start, size int64) (*segment, error) {
+	final := filepath.Join(dir, segmentName(start))
+	tmp := final + ".tmp"
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %s: %w", tmp, err)
+	}
+	fail := func(err error) (*segment, error) {
+		f.Close()
+		fs.Remove(tmp)
+		return nil, err
+	}
+	if err := f.Allocate(0, size); err != nil {
+		return fail(fmt.Errorf("preallocate segment %s (%d bytes): %w", tmp, size, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("sync new segment %s: %w", tmp, err))
+	}
+	if err := fs.Rename(tmp, final); err != nil {
+		return fail(fmt.Errorf("rename segment into place %s: %w", final, err))
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return fail(fmt.Errorf("sync commitlog dir after creating %s: %w", final, err))
+	}
+	f.Close()
+	return openSegment(fs, final, start, size)
+}
+
+func openSegment(fs vfs.FS, path string, start, size int64) (*segment, error) {
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		return nil, fmt.Errorf("open segment: %w", err)
+	}
+	n, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat segment %s: %w", path, err)
+	}
+	if n != size {
+		f.Close()
+		return nil, fmt.Errorf("segment %s is %d bytes, want %d (segment size is fixed for a store)", path, n, size)
+	}
+	m, err := f.Map(int(size))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("map segment %s: %w", path, err)
+	}
+	return &segment{start: start, size: size, path: path, f: f, m: m, data: m.Bytes()}, nil
+}
+
+// readAt copies len(p) bytes at physical offset off (inside this segment).
+func (s *segment) readAt(p []byte, off int64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.removed {
+		return fmt.Errorf("segment %s was deleted by retention: %w", s.path, ErrOffset)
+	}
+	rel := off - s.start
+	if rel < 0 || rel+int64(len(p)) > s.size {
+		return fmt.Errorf("read [%d,%d) outside segment %s: %w", off, off+int64(len(p)), s.path, ErrOffset)
+	}
+	copy(p, s.data[rel:])
+	return nil
+}
+
+// view runs fn on the segment's bytes [rel, rel+n) while holding the read
+// lock. fn must not retain the slice.
+func (s *segment) view(rel, n int64, fn func([]byte) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.removed {
+		return fmt.Errorf("segment %s was deleted by retention: %w", s.path, ErrOffset)
+	}
+	if rel < 0 || rel+n > s.size {
+		return fmt.Errorf("view [%d,%d) outside segment %s: %w", s.start+rel, s.start+rel+n, s.path, ErrOffset)
+	}
+	return fn(s.data[rel : rel+n])
+}
+
+func (s *segment) sync() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.removed {
+		return nil
+	}
+	if err := s.f.Datasync(); err != nil {
+		return fmt.Errorf("fdatasync segment %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *segment) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeLocked()
+}
+
+func (s *segment) closeLocked() error {
+	if s.m == nil {
+		return nil
+	}
+	err1 := s.m.Close()
+	err2 := s.f.Close()
+	s.m, s.f, s.data = nil, nil, nil
+	if err1 != nil {
+		return fmt.Errorf("unmap segment %s: %w", s.path, err1)
+	}
+	if err2 != nil {
+		return fmt.Errorf("close segment %s: %w", s.path, err2)
+	}
+	return nil
+}
+
+// remove unmaps the segment (waiting for readers to leave) and deletes its
+// file. The caller syncs the directory.
+func (s *segment) remove(fs vfs.FS) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removed = true
+	if err := s.closeLocked(); err != nil {
+		return err
+	}
+	if err := fs.Remove(s.path); err != nil {
+		return fmt.Errorf("remove segment %s: %w", s.path, err)
+	}
+	return nil
+}
