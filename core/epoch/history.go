@@ -35,8 +35,8 @@ import (
 // Entry says that the records from StartOffset on (up to the next entry's
 // StartOffset) were written in Epoch.
 type Entry struct {
-	Epoch       int32
-	StartOffset int64
+	Epoch       int32 // leadership term, >= 0
+	StartOffset int64 // first log offset written in Epoch, >= 0
 }
 
 // String formats e as the epoch file does: "<epoch>-<startOffset>".
@@ -114,7 +114,8 @@ type History struct {
 // from an interrupted write is ignored. A file that exists but does not
 // parse (see Parse) is an error wrapping ErrCorrupt and naming path: the
 // history is never silently reset, because an empty history would let
-// FindConsistentPoint truncate the whole log.
+// FindConsistentPoint truncate the whole log. The directory holding path
+// must exist before the first mutation (Open does not create it).
 func Open(fsys vfs.FS, path string) (*History, error) {
 	h := &History{fsys: fsys, path: path}
 	data, err := meta.ReadFile(fsys, path)

@@ -12,8 +12,8 @@ import (
 // the schedule topic's queue for that level up to which delayed messages
 // have been delivered.
 type DelayOffsetsSnapshot struct {
-	DataVersion DataVersion     `json:"dataVersion"`
-	Offsets     map[int32]int64 `json:"offsetTable"`
+	DataVersion DataVersion     `json:"dataVersion"` // the table's version
+	Offsets     map[int32]int64 `json:"offsetTable"` // level → offset
 }
 
 func (s DelayOffsetsSnapshot) validate() error {

@@ -19,6 +19,7 @@ const DefaultRetryMaxTimes = 16
 // names. Fields missing from decoded JSON take DefaultSubscriptionGroup's
 // values.
 type SubscriptionGroupConfig struct {
+	// GroupName is the group's name; see ValidateGroupName.
 	GroupName string `json:"groupName"`
 	// ConsumeEnable: the group may pull. Default true.
 	ConsumeEnable bool `json:"consumeEnable"`
@@ -91,8 +92,8 @@ func (c SubscriptionGroupConfig) Validate() error {
 // SubscriptionGroupsSnapshot is a copy of the subscription group table, as
 // stored in subscriptionGroup.json and as shipped by replication.
 type SubscriptionGroupsSnapshot struct {
-	DataVersion DataVersion                        `json:"dataVersion"`
-	Groups      map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+	DataVersion DataVersion                        `json:"dataVersion"`            // the table's version
+	Groups      map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"` // name → config
 }
 
 func (s SubscriptionGroupsSnapshot) validate() error {

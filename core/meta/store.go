@@ -22,10 +22,10 @@ const (
 type Store struct {
 	dir string
 
-	Topics             *Topics
-	SubscriptionGroups *SubscriptionGroups
-	ConsumerOffsets    *ConsumerOffsets
-	DelayOffsets       *DelayOffsets
+	Topics             *Topics             // topics.json
+	SubscriptionGroups *SubscriptionGroups // subscriptionGroup.json
+	ConsumerOffsets    *ConsumerOffsets    // consumerOffset.json
+	DelayOffsets       *DelayOffsets       // delayOffset.json
 }
 
 // Open creates dir if needed and loads the four tables from it.

@@ -24,13 +24,13 @@ const (
 // TopicConfig describes one topic, with RocketMQ's TopicConfig JSON field
 // names.
 type TopicConfig struct {
-	TopicName       string `json:"topicName"`
-	ReadQueueNums   int32  `json:"readQueueNums"`  // 1..MaxQueueNums
-	WriteQueueNums  int32  `json:"writeQueueNums"` // 1..MaxQueueNums
-	Perm            int32  `json:"perm"`           // OR of PermRead, PermWrite, PermInherit
-	TopicFilterType string `json:"topicFilterType"`
-	TopicSysFlag    int32  `json:"topicSysFlag"`
-	Order           bool   `json:"order"`
+	TopicName       string `json:"topicName"`       // see ValidateTopicName
+	ReadQueueNums   int32  `json:"readQueueNums"`   // queues consumers read, 1..MaxQueueNums
+	WriteQueueNums  int32  `json:"writeQueueNums"`  // queues producers write, 1..MaxQueueNums
+	Perm            int32  `json:"perm"`            // OR of PermRead, PermWrite, PermInherit
+	TopicFilterType string `json:"topicFilterType"` // FilterSingleTag or FilterMultiTag
+	TopicSysFlag    int32  `json:"topicSysFlag"`    // RocketMQ's system flags, kept opaque
+	Order           bool   `json:"order"`           // the topic is ordered (FIFO per queue)
 }
 
 // Readable reports whether Perm has PermRead.
@@ -67,8 +67,8 @@ func (c TopicConfig) Validate() error {
 // TopicsSnapshot is a copy of the topic table, as stored in topics.json and
 // as shipped by replication.
 type TopicsSnapshot struct {
-	DataVersion DataVersion            `json:"dataVersion"`
-	Topics      map[string]TopicConfig `json:"topicConfigTable"`
+	DataVersion DataVersion            `json:"dataVersion"`      // the table's version
+	Topics      map[string]TopicConfig `json:"topicConfigTable"` // name → config
 }
 
 func (s TopicsSnapshot) validate() error {
