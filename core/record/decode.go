@@ -7,19 +7,23 @@ import (
 	"net/netip"
 )
 
-// Header is the fixed part of a stored message record.
+// Header is the fixed part of a stored message record; the fields are the
+// record's fields of the same names (see the package documentation).
 type Header struct {
-	TotalSize                 int32
-	Magic                     uint32
-	BodyCRC                   uint32
-	QueueID                   int32
-	Flag                      int32
-	QueueOffset               int64
-	PhysOffset                int64
-	SysFlag                   int32
-	BornTimestamp             int64
+	TotalSize int32  // whole record, in bytes
+	Magic     uint32 // MagicV1 or MagicV2
+	BodyCRC   uint32 // as stored; Decode has verified it
+	QueueID   int32
+	Flag      int32
+	// QueueOffset is the index of the record in its consume queue.
+	QueueOffset int64
+	// PhysOffset is the record's own commitlog offset.
+	PhysOffset    int64
+	SysFlag       int32
+	BornTimestamp int64 // milliseconds, from the producer
+	// BornHost and StoreHost are IPv4 or IPv6 as SysFlag says.
 	BornHost                  netip.AddrPort
-	StoreTimestamp            int64
+	StoreTimestamp            int64 // milliseconds, from the store
 	StoreHost                 netip.AddrPort
 	ReconsumeTimes            int32
 	PreparedTransactionOffset int64

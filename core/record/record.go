@@ -30,6 +30,11 @@
 // A V1 record with IPv4 hosts therefore costs 91 bytes plus body, topic and
 // properties.
 //
+// When the next record does not fit in a segment (with BlankSize bytes to
+// spare), the rest of the segment is padded by a BLANK record: only its
+// 8-byte header is written, TOTALSIZE = the padding length to the segment
+// end, then BlankMagic (PutBlank); Check recognizes it.
+//
 // # Version choice
 //
 // Encode writes MagicV1 whenever the topic fits in 127 bytes; that is the
