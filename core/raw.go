@@ -21,6 +21,9 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	empty := len(*s.segs.Load()) == 0
 	if !empty && off != s.wrotePos {
 		return fmt.Errorf("append replicated bytes at %d: local log ends at %d: %w", off, s.wrotePos, ErrOffset)

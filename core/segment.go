@@ -101,6 +101,9 @@ func (s *segment) readAt(p []byte, off int64) error {
 	if s.removed {
 		return fmt.Errorf("segment %s was deleted by retention: %w", s.path, ErrOffset)
 	}
+	if s.data == nil {
+		return fmt.Errorf("segment %s: %w", s.path, ErrClosed)
+	}
 	rel := off - s.start
 	if rel < 0 || rel+int64(len(p)) > s.size {
 		return fmt.Errorf("read [%d,%d) outside segment %s: %w", off, off+int64(len(p)), s.path, ErrOffset)
@@ -117,6 +120,9 @@ func (s *segment) view(rel, n int64, fn func([]byte) error) error {
 	if s.removed {
 		return fmt.Errorf("segment %s was deleted by retention: %w", s.path, ErrOffset)
 	}
+	if s.data == nil {
+		return fmt.Errorf("segment %s: %w", s.path, ErrClosed)
+	}
 	if rel < 0 || rel+n > s.size {
 		return fmt.Errorf("view [%d,%d) outside segment %s: %w", s.start+rel, s.start+rel+n, s.path, ErrOffset)
 	}
@@ -128,6 +134,9 @@ func (s *segment) sync() error {
 	defer s.mu.RUnlock()
 	if s.removed {
 		return nil
+	}
+	if s.f == nil {
+		return fmt.Errorf("sync segment %s: %w", s.path, ErrClosed)
 	}
 	if err := s.f.Datasync(); err != nil {
 		return fmt.Errorf("fdatasync segment %s: %w", s.path, err)

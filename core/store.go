@@ -101,7 +101,8 @@ type Store struct {
 	ckptMu     sync.Mutex
 	ckpt       *checkpointFile
 
-	diskFull atomic.Bool
+	diskFull      atomic.Bool
+	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
 	readOnly atomic.Bool
 	closed   atomic.Bool
 
@@ -167,6 +168,13 @@ func Open(o Options) (*Store, error) {
 			return nil, fmt.Errorf("create store dir %s: %w", d, err)
 		}
 	}
+	// Make the directories themselves durable: a power cut must not take
+	// the store's directory entries away with synced files inside.
+	for _, d := range []string{filepath.Dir(s.dir), s.dir} {
+		if err := s.fs.SyncDir(d); err != nil {
+			return nil, fmt.Errorf("sync store dir %s: %w", d, err)
+		}
+	}
 	if err := s.recover(); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -217,10 +225,21 @@ func (s *Store) Writable() error {
 		return ErrClosed
 	case s.readOnly.Load():
 		return ErrReadOnly
-	case s.diskFull.Load():
+	case s.diskFull.Load() && s.recheckDisk():
 		return fmt.Errorf("appends refused above %.0f%% disk usage: %w", s.opts.Retention.WarningRatio*100, ErrDiskFull)
 	}
 	return nil
+}
+
+// recheckDisk re-reads disk usage at most once a second while the disk is
+// full, so appends resume soon after space returns; it reports whether the
+// disk is still full.
+func (s *Store) recheckDisk() bool {
+	now := time.Now().UnixMilli()
+	if last := s.lastDiskCheck.Load(); now-last >= 1000 && s.lastDiskCheck.CompareAndSwap(last, now) {
+		s.checkDisk()
+	}
+	return s.diskFull.Load()
 }
 
 func (s *Store) confirmOffset() int64 {
@@ -296,6 +315,10 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	}
 
 	s.appendMu.Lock()
+	if s.closed.Load() {
+		s.appendMu.Unlock()
+		return dst[:base], ErrClosed
+	}
 	if err := s.ensureRoomLocked(int64(len(buf))); err != nil {
 		s.appendMu.Unlock()
 		return dst[:base], err
@@ -662,6 +685,8 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) closeFiles() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
 	var errs []error
 	for _, seg := range *s.segs.Load() {
 		if err := seg.close(); err != nil {
