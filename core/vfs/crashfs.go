@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,10 +41,13 @@ var errNoSpaceCapacity error = &classifiedError{err: syscall.ENOSPC, kind: ErrNo
 type CrashOptions struct {
 	// TornPages, when set, models dirty pages that reached the disk before
 	// the power cut: for every file, each 4 KiB page (PageSize) that lies
-	// inside both the volatile and the durable size and whose volatile
-	// contents differ from its durable contents is independently kept from
-	// the volatile side with probability 1/2, chosen by the seeded RNG.
-	// When clear, a crash keeps exactly the durable state.
+	// starts inside both the volatile and the durable size and whose
+	// volatile contents differ from its durable contents is independently
+	// kept from the volatile side with probability 1/2, chosen by the seeded
+	// RNG. The size stays the durable size: a kept page is cut at the
+	// durable end of file, and reads as zeros past the volatile end of file
+	// (as the page cache's tail of a file's last page does). When clear, a
+	// crash keeps exactly the durable state.
 	TornPages bool
 }
 
@@ -398,18 +402,29 @@ func (c *CrashFS) CrashWith(opts CrashOptions) {
 		vol := make([]byte, len(n.durable))
 		copy(vol, n.durable)
 		if opts.TornPages {
-			limit := min(len(old), len(vol))
-			for p := 0; p < limit; p += PageSize {
-				e := min(p+PageSize, limit)
-				if !rawEqual(old[p:e], vol[p:e]) && c.rng.IntN(2) == 1 {
-					rawCopy(vol[p:e], old[p:e])
-					copy(n.durable[p:e], vol[p:e])
-				}
-			}
+			c.tear(vol, old)
+			copy(n.durable, vol)
 		}
 		n.data = vol
 		n.shadow = nil
 		c.used += int64(len(vol))
+	}
+}
+
+// tear overwrites some pages of dur, the durable image, with the matching
+// pages of vol, the volatile image (see CrashOptions.TornPages). Past the
+// volatile end of file a volatile page reads as zeros, as the page cache's
+// tail of the last page does.
+func (c *CrashFS) tear(dur, vol []byte) {
+	var page [PageSize]byte
+	for p := 0; p < len(dur) && p < len(vol); p += PageSize {
+		e := min(p+PageSize, len(dur))
+		v := page[:e-p]
+		clear(v)
+		rawCopy(v, vol[p:min(e, len(vol))])
+		if !bytes.Equal(v, dur[p:e]) && c.rng.IntN(2) == 1 {
+			copy(dur[p:e], v)
+		}
 	}
 }
 
