@@ -290,7 +290,9 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 func (c *Conn) Context() context.Context { return c.ctx }
 
 // String describes the connection for logs.
-func (c *Conn) String() string { return "conn#" + strconv.FormatUint(c.id, 10) + "(" + c.remote.String() + ")" }
+func (c *Conn) String() string {
+	return "conn#" + strconv.FormatUint(c.id, 10) + "(" + c.remote.String() + ")"
+}
 
 // Close closes the connection: its context is cancelled, queued writes are
 // dropped, and OnConnClose hooks run once the reader has stopped. It is

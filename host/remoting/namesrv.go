@@ -1,0 +1,223 @@
+package remoting
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Reserved topic-name prefixes and names.
+const (
+	// RetryGroupTopicPrefix prefixes a consumer group's retry topic.
+	RetryGroupTopicPrefix = "%RETRY%"
+	// DLQGroupTopicPrefix prefixes a consumer group's dead-letter topic.
+	DLQGroupTopicPrefix = "%DLQ%"
+	// AutoCreateTopicKey is the default topic producers fall back to when
+	// their topic has no route (RocketMQ's TBW102).
+	AutoCreateTopicKey = "TBW102"
+)
+
+// BrokerIdentity is what route data says about the one broker this process
+// runs.
+type BrokerIdentity struct {
+	// Cluster is the cluster name ("DefaultCluster" when empty).
+	Cluster string
+	// Name is the broker name ("broker-a" when empty).
+	Name string
+	// MasterAddr is the master's advertised "host:port", exactly as
+	// clients must dial it (route data gives it as broker id 0). Required.
+	MasterAddr string
+	// SlaveAddr is the slave's advertised "host:port" (broker id 1), or
+	// "" when there is none.
+	SlaveAddr string
+}
+
+// RouteSource supplies the name-server role with route data. It must be
+// safe for concurrent use; Identity is called on every lookup, so a slave
+// address that changes at run time is picked up at once.
+type RouteSource interface {
+	TopicTable
+	// Identity returns the broker's identity.
+	Identity() BrokerIdentity
+}
+
+// NameServerConfig configures the name-server role.
+type NameServerConfig struct {
+	// AutoCreateTopics creates an unknown (validly named) topic with
+	// DefaultQueueNums queues when its route is looked up, so consumers can
+	// start before anything was produced and producers need not fall back
+	// to TBW102. Retry topics (%RETRY%<group>) are always created, with one
+	// queue, whatever this says: every clustering consumer asks for one.
+	AutoCreateTopics bool
+	// DefaultQueueNums is the queue count of auto-created topics; default 4.
+	DefaultQueueNums int32
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// NameServer answers the name-server requests of RocketMQ clients for a
+// single broker (or master/slave pair): GET_ROUTEINFO_BY_TOPIC and
+// GET_BROKER_CLUSTER_INFO. Register it on a Server with Register.
+type NameServer struct {
+	cfg NameServerConfig
+	src RouteSource
+	log *slog.Logger
+}
+
+// NewNameServer returns a name-server role over src.
+func NewNameServer(cfg NameServerConfig, src RouteSource) *NameServer {
+	if cfg.DefaultQueueNums <= 0 {
+		cfg.DefaultQueueNums = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &NameServer{cfg: cfg, src: src, log: cfg.Logger}
+}
+
+// Register installs the name-server handlers on s (before s.Serve).
+func (n *NameServer) Register(s *Server) {
+	s.Handle(CodeGetRouteInfoByTopic, n.handleRoute)
+	s.Handle(CodeGetBrokerClusterInfo, n.handleClusterInfo)
+}
+
+func (id BrokerIdentity) withDefaults() BrokerIdentity {
+	if id.Cluster == "" {
+		id.Cluster = "DefaultCluster"
+	}
+	if id.Name == "" {
+		id.Name = "broker-a"
+	}
+	return id
+}
+
+type queueData struct {
+	BrokerName     string `json:"brokerName"`
+	ReadQueueNums  int32  `json:"readQueueNums"`
+	WriteQueueNums int32  `json:"writeQueueNums"`
+	Perm           int32  `json:"perm"`
+	TopicSysFlag   int32  `json:"topicSysFlag"`
+}
+
+type brokerData struct {
+	Cluster     string            `json:"cluster"`
+	BrokerName  string            `json:"brokerName"`
+	BrokerAddrs map[string]string `json:"brokerAddrs"`
+}
+
+type topicRouteData struct {
+	OrderTopicConf    string                     `json:"orderTopicConf"`
+	QueueDatas        []queueData                `json:"queueDatas"`
+	BrokerDatas       []brokerData               `json:"brokerDatas"`
+	FilterServerTable map[string]json.RawMessage `json:"filterServerTable"`
+}
+
+type clusterInfo struct {
+	BrokerAddrTable  map[string]brokerData `json:"brokerAddrTable"`
+	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
+}
+
+func (id BrokerIdentity) brokerData() brokerData {
+	addrs := map[string]string{"0": id.MasterAddr}
+	if id.SlaveAddr != "" {
+		addrs["1"] = id.SlaveAddr
+	}
+	return brokerData{Cluster: id.Cluster, BrokerName: id.Name, BrokerAddrs: addrs}
+}
+
+// compactJSON marshals v compactly without HTML escaping (route bodies are
+// partly hand-parsed by rocketmq-client-go, which cannot cope with spaces).
+func compactJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(fmt.Sprintf("remoting: marshalling %T: %v", v, err)) // only plain structs of strings and ints
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+// ensureTopic returns topic's configuration, creating it when allowed:
+// retry topics always (one queue), others when auto is set.
+func ensureTopic(tt TopicTable, name string, auto bool, queues int32) (TopicInfo, bool, error) {
+	if t, ok := tt.Topic(name); ok {
+		return t, true, nil
+	}
+	isRetry := strings.HasPrefix(name, RetryGroupTopicPrefix)
+	if !auto && !isRetry {
+		return TopicInfo{}, false, nil
+	}
+	if err := ValidateTopic(name); err != nil {
+		return TopicInfo{}, false, nil
+	}
+	if isRetry {
+		queues = 1
+	}
+	t, err := tt.CreateTopic(TopicInfo{Name: name, ReadQueues: queues, WriteQueues: queues, Perm: PermReadWrite})
+	if err != nil {
+		return TopicInfo{}, false, fmt.Errorf("creating topic %q: %w", name, err)
+	}
+	return t, true, nil
+}
+
+func (n *NameServer) handleRoute(req *Request) *Command {
+	topic := req.Cmd.Ext("topic")
+	t, ok, err := ensureTopic(n.src, topic, n.cfg.AutoCreateTopics, n.cfg.DefaultQueueNums)
+	if err != nil {
+		n.log.Warn("remoting: route lookup could not create topic", "topic", topic, "err", err)
+		return NewResponse(req.Cmd, SystemError, err.Error())
+	}
+	if !ok {
+		return NewResponse(req.Cmd, TopicNotExist, "No topic route info in name server for the topic: "+topic)
+	}
+	id := n.src.Identity().withDefaults()
+	perm := t.Perm
+	if perm == 0 {
+		perm = PermReadWrite
+	}
+	route := topicRouteData{
+		QueueDatas: []queueData{{
+			BrokerName:     id.Name,
+			ReadQueueNums:  max(t.ReadQueues, 1),
+			WriteQueueNums: max(t.WriteQueues, 1),
+			Perm:           perm,
+			TopicSysFlag:   t.SysFlag,
+		}},
+		BrokerDatas:       []brokerData{id.brokerData()},
+		FilterServerTable: map[string]json.RawMessage{},
+	}
+	resp := NewResponse(req.Cmd, Success, "")
+	resp.Body = compactJSON(route)
+	return resp
+}
+
+func (n *NameServer) handleClusterInfo(req *Request) *Command {
+	id := n.src.Identity().withDefaults()
+	ci := clusterInfo{
+		BrokerAddrTable:  map[string]brokerData{id.Name: id.brokerData()},
+		ClusterAddrTable: map[string][]string{id.Cluster: {id.Name}},
+	}
+	resp := NewResponse(req.Cmd, Success, "")
+	resp.Body = compactJSON(ci)
+	return resp
+}
+
+// ValidateTopic checks a topic name as RocketMQ does: 1..127 bytes of
+// [A-Za-z0-9_%|-]. The error says what is wrong.
+func ValidateTopic(name string) error {
+	if name == "" {
+		return fmt.Errorf("topic name is empty")
+	}
+	if len(name) > 127 {
+		return fmt.Errorf("topic name %.32q... is %d bytes, longer than 127", name, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|') {
+			return fmt.Errorf("topic name %q contains illegal character %q (allowed: A-Z a-z 0-9 _ - %% |)", name, c)
+		}
+	}
+	return nil
+}
