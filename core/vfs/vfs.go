@@ -23,6 +23,15 @@
 //
 // Implementations are safe for concurrent use by multiple goroutines, with
 // the usual file caveat: concurrent writes to overlapping ranges race.
+//
+// # Errors
+//
+// Both implementations report errors the way package os does: an
+// *os.PathError (an *os.LinkError for Rename) around a syscall.Errno, so
+// errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOSPC) and the
+// like work alike on both. In addition errors.Is(err, ErrNoSpace) matches
+// a full device (ENOSPC, EDQUOT) and errors.Is(err, ErrIO) matches EIO,
+// whether real or injected.
 package vfs
 
 import (
@@ -39,7 +48,8 @@ var ErrNoSpace = errors.New("no space left on device")
 var ErrIO = errors.New("input/output error")
 
 // FS is a filesystem. Paths use the host's separator; implementations accept
-// absolute or relative paths and clean them.
+// absolute or relative paths and clean them (CrashFS resolves relative paths
+// against "/").
 type FS interface {
 	// Create creates name (truncating an existing file) for reading and
 	// writing.
@@ -100,22 +110,31 @@ type File interface {
 	// Truncate sets the file's size.
 	Truncate(size int64) error
 	// Allocate reserves [off, off+n) so later writes there cannot fail for
-	// lack of space (fallocate without KEEP_SIZE: the size grows to off+n).
-	// It fails with ErrNoSpace when the space is not there.
+	// lack of space (fallocate without KEEP_SIZE: the size grows to off+n,
+	// never shrinks, and existing data is kept). It fails with ErrNoSpace
+	// when the space is not there, and with EINVAL unless off >= 0 and
+	// n > 0.
 	Allocate(off, n int64) error
 	// ZeroRange makes [off, off+n) read as zeros without changing the size
-	// and keeps the space allocated. Mappings observe the zeros.
+	// and keeps the space allocated. Mappings observe the zeros. The part of
+	// the range past the end of file is ignored. off >= 0 and n > 0.
 	ZeroRange(off, n int64) error
-	// Map maps [0, size) of the file shared and read-write. The file must
-	// already be at least size bytes long. Stores into the mapping are
-	// volatile writes to the file (see the package durability model) and
-	// are made durable by Sync or Datasync on this File.
+	// Map maps [0, size) of the file shared and read-write. The File must
+	// have been opened for writing, size must be > 0 and the file must
+	// already be at least size bytes long (CrashFS enforces this with
+	// EINVAL; on OS, touching mapped pages past the end of file raises
+	// SIGBUS). Stores into the mapping are volatile writes to the file (see
+	// the package durability model) and are made durable by Sync or
+	// Datasync on this File. The mapping outlives Close of the File. Do not
+	// resize a mapped file except with ZeroRange (CrashFS refuses growth
+	// that would move the mapped memory).
 	Map(size int) (Mapping, error)
 }
 
 // Mapping is a shared memory mapping of a file.
 type Mapping interface {
-	// Bytes returns the mapped memory. It must not be used after Close.
+	// Bytes returns the mapped memory, len(Bytes()) == size. It must not be
+	// used after Close.
 	Bytes() []byte
 	// Close unmaps the memory. It does not sync.
 	Close() error
