@@ -1,0 +1,320 @@
+// Package sdk is keel's public plugin API: the Go interfaces a flush
+// strategy, a replicator and an indexer implement, and the Host interface
+// through which each of them reaches the store.
+//
+// The same interface value is served two ways, and a plugin cannot tell
+// which: in-process (a builtin, a plain Go method call, ~50 ns) and as an
+// external process through hashicorp/go-plugin over gRPC (~150 µs a call).
+// Because of the second, every exchange here carries ranges and batches
+// ("the log is committed up to X", "index records [a,b)"), never one call
+// per message.
+//
+// # Capabilities
+//
+// The required interfaces are small. Further capabilities are optional
+// interfaces discovered by type assertion (hashicorp/raft's pattern), so a
+// plugin written against an older sdk keeps working: StatusReporter,
+// MetricsWriter, Promoter, ForceWriter.
+//
+// # Goroutines
+//
+// The host calls Configure, then Start, once each, from one goroutine, and
+// Stop once at shutdown; none of them runs concurrently with another of
+// them. Other methods may be called from any goroutine after Start returns
+// and must be safe for concurrent use unless their comment says otherwise.
+// A plugin may call Host methods from any goroutine at any time between
+// Start and the return of Stop.
+package sdk
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Version is the plugin protocol version. The host refuses plugins built
+// against another major version at handshake.
+const Version = 1
+
+// Kind names a plugin kind.
+type Kind string
+
+// The plugin kinds.
+const (
+	KindFlush       Kind = "flush"
+	KindReplication Kind = "replication"
+	KindIndex       Kind = "index"
+)
+
+// Errors a plugin or the host may return; test with errors.Is. Across the
+// process boundary they keep their identity (the gRPC glue maps them to
+// status codes and back).
+var (
+	// ErrUnavailable: the plugin (or a peer it depends on) cannot serve
+	// the request now; retrying later may succeed.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrTimeout: a wait ran out of time; the data it waited for is still
+	// stored.
+	ErrTimeout = errors.New("timed out")
+	// ErrInvalidConfig: Configure rejected the plugin's configuration.
+	ErrInvalidConfig = errors.New("invalid plugin configuration")
+	// ErrOffset: an offset outside the log or not on a record boundary.
+	ErrOffset = errors.New("offset out of range")
+	// ErrNotSupported: an optional operation this plugin does not do.
+	ErrNotSupported = errors.New("not supported")
+	// ErrFenced: the write was refused because this node must not accept
+	// writes at those offsets (a master behind its slave; see Promoter).
+	ErrFenced = errors.New("writes fenced")
+)
+
+// Positions are the store's offsets (physical commitlog byte offsets):
+// Min <= Dispatched <= Confirm <= Committed and Flushed <= Committed.
+type Positions struct {
+	Min        int64 // oldest byte still stored
+	Dispatched int64 // consume queues and indexers have seen records below
+	Confirm    int64 // what consumers may see
+	Flushed    int64 // durable on this machine
+	Committed  int64 // readable and replicable
+	Epoch      int32 // the current epoch (0 before the first)
+}
+
+// Epoch is one entry of the log's epoch history: the epoch that began at
+// StartOffset. Replication compares histories to find where logs diverge.
+type Epoch struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// Config is a plugin's configuration: its section of the profile, which the
+// plugin decodes itself, strictly, with Decode.
+type Config struct {
+	// Name is the plugin's name as the profile gives it.
+	Name string
+	// File is the profile's path (for error messages).
+	File string
+	// Document is the whole profile, TOML.
+	Document []byte
+	// Section is the profile section ("flush", "replication", "index");
+	// the plugin's own keys are in Section+".config".
+	Section string
+	// Role is "master" or "slave" (replication plugins care).
+	Role string
+	// DataDir is a directory the plugin may keep files in (an indexer's
+	// index files); it exists.
+	DataDir string
+	// Addr is the listen or connect address the profile gives the plugin
+	// (the HA address for replication), if any.
+	Addr string
+	// PeerAddr is the master's HA address for a slave, if any.
+	PeerAddr string
+	// Secret is the shared secret peers authenticate with, if any.
+	Secret string
+}
+
+// Plugin is what every plugin implements.
+type Plugin interface {
+	// Configure validates and applies cfg. An invalid configuration
+	// returns an error wrapping ErrInvalidConfig whose text names the key,
+	// its file:line:col and what is allowed (Config.Decode does this).
+	Configure(ctx context.Context, cfg Config) error
+	// Start begins work. host stays valid until Stop returns.
+	Start(ctx context.Context, host Host) error
+	// Stop ends work: background goroutines exit and resources are
+	// released before it returns. After Stop the plugin is not used again.
+	Stop(ctx context.Context) error
+}
+
+// Host is the store as a plugin sees it. All methods are safe for
+// concurrent use. Errors wrap the sdk sentinels where one applies.
+type Host interface {
+	// Positions returns the store's offsets.
+	Positions(ctx context.Context) (Positions, error)
+	// WaitCommitted blocks until the committed offset exceeds after, or
+	// ctx ends, and returns it. Notifications coalesce: one return may
+	// cover many appends.
+	WaitCommitted(ctx context.Context, after int64) (int64, error)
+	// Commit moves write-buffered bytes into the log files (a no-op
+	// returning Committed when the store has no write buffer) and returns
+	// the committed offset.
+	Commit(ctx context.Context) (int64, error)
+	// Flush makes everything committed durable (fdatasync) and returns the
+	// flushed offset. Concurrent calls coalesce into group commits. An I/O
+	// error makes the store read-only; the error says so.
+	Flush(ctx context.Context) (int64, error)
+	// ReadLog returns committed bytes from offset from (a record
+	// boundary): whole records, at least one, about maxBytes, never
+	// crossing a segment. Empty when from == Committed. ErrOffset when from
+	// is below Min or above Committed.
+	ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, error)
+	// AppendLog appends replicated bytes (as ReadLog returned them on
+	// another node) at offset, which must equal Committed (or anything on
+	// an empty store). Records are validated; nothing is written unless
+	// all are valid.
+	AppendLog(ctx context.Context, offset int64, data []byte) error
+	// TruncateLog cuts the log back to offset (a record boundary in
+	// [Min, Committed]); queues, indexes' inputs and epochs follow.
+	TruncateLog(ctx context.Context, offset int64) error
+	// ReadRecord returns the whole record at a physical offset.
+	ReadRecord(ctx context.Context, offset int64) ([]byte, error)
+	// Epochs returns the epoch history, oldest first.
+	Epochs(ctx context.Context) ([]Epoch, error)
+	// SetEpochs replaces the epoch history (a follower adopting the
+	// leader's history after truncating to the consistent point) or, with
+	// one more entry than before, appends one.
+	SetEpochs(ctx context.Context, epochs []Epoch) error
+	// MetaSnapshot returns the metadata (topics, subscription groups,
+	// consumer and delay offsets) as JSON, with their data versions.
+	MetaSnapshot(ctx context.Context) ([]byte, error)
+	// MetaApply merges a snapshot from MetaSnapshot on another node:
+	// topics and groups are replaced when versions differ, consumer and
+	// delay offsets merge by maximum (never lowered).
+	MetaApply(ctx context.Context, snapshot []byte) error
+	// ReportReplication tells the host how far replication got; sync
+	// acks and visibility use it. Replicators call it whenever a value
+	// changes (coalesced; at most every few ms is plenty).
+	ReportReplication(ctx context.Context, st ReplicationState) error
+	// Log forwards a log line into the host's slog at level (slog levels:
+	// -4 debug, 0 info, 4 warn, 8 error) with key/value attributes.
+	Log(ctx context.Context, level int, msg string, attrs map[string]string)
+}
+
+// FlushStrategy decides when committed bytes become durable, by calling
+// Host.Flush (and Host.Commit for write-buffered stores). Its AckPolicy
+// tells the host what a producer's acknowledgement waits for; the host
+// waits locally on the store's flushed offset, so no call crosses the
+// process boundary per message.
+type FlushStrategy interface {
+	Plugin
+	// AckPolicy is read once after Configure.
+	AckPolicy() FlushPolicy
+}
+
+// FlushPolicy is what a flush strategy promises.
+type FlushPolicy struct {
+	// WaitFlush: an ack waits until the flushed offset passes the record
+	// (sync flush). A wait longer than Timeout answers FLUSH_DISK_TIMEOUT
+	// while the record stays stored.
+	WaitFlush bool
+	Timeout   time.Duration
+	// VisibleAfterFlush: consumers see only flushed records.
+	VisibleAfterFlush bool
+	// WriteBuffer: appends go to an in-memory buffer that Host.Commit
+	// moves into the files; readers see only committed bytes.
+	WriteBuffer bool
+}
+
+// Replicator copies the log to other nodes (master role) or from a master
+// (slave role). A master-role replicator reports acknowledged offsets with
+// Host.ReportReplication; a slave-role one appends with Host.AppendLog and
+// truncates with Host.TruncateLog. The host never calls it per message.
+type Replicator interface {
+	Plugin
+	// AckPolicy is read once after Configure.
+	AckPolicy() ReplicationPolicy
+}
+
+// ReplicationPolicy is what a replicator promises.
+type ReplicationPolicy struct {
+	// WaitReplicas > 0: an ack waits until ReplicationState.AckedOffset
+	// passes the record (FLUSH_SLAVE_TIMEOUT after Timeout), and fails at
+	// once with SLAVE_NOT_AVAILABLE while fewer than WaitReplicas replicas
+	// are in sync.
+	WaitReplicas int
+	Timeout      time.Duration
+	// VisibleAfterReplicated: consumers on the master see only records
+	// AckedOffset covers.
+	VisibleAfterReplicated bool
+}
+
+// ReplicationState is a replicator's progress report.
+type ReplicationState struct {
+	// AckedOffset: every byte below it is acknowledged by at least
+	// WaitReplicas in-sync replicas (in the policy's sense: received or
+	// flushed). Never decreases while the plugin runs.
+	AckedOffset int64
+	// InSync is the number of replicas currently in the in-sync set.
+	InSync int
+	// Fenced: this master must not accept writes (it is behind a replica);
+	// Reason says why. The host refuses appends while set.
+	Fenced bool
+	Reason string
+	// Replicas describes each peer.
+	Replicas []ReplicaState
+}
+
+// ReplicaState is one peer as the replicator sees it.
+type ReplicaState struct {
+	ID          string // peer identity (address or configured id)
+	Addr        string
+	AckOffset   int64
+	LagBytes    int64
+	LagSeconds  float64
+	InSync      bool
+	Connected   bool
+	LastContact time.Time
+}
+
+// Indexer receives dispatched records in log order and answers queries.
+type Indexer interface {
+	Plugin
+	// Index adds a batch of records. It is called by one goroutine, in
+	// log order; after a crash, records after the last Sync are indexed
+	// again, so it must be idempotent for records already seen.
+	Index(ctx context.Context, batch []Record) error
+	// Sync makes everything indexed so far durable.
+	Sync(ctx context.Context) error
+	// Query returns physical offsets of records matching q, newest first,
+	// at most q.Max. Offsets may include hash collisions: the host filters
+	// them by reading the records' keys.
+	Query(ctx context.Context, q Query) ([]int64, error)
+}
+
+// Record is what an indexer receives per dispatched record.
+type Record struct {
+	Topic          string
+	QueueID        int32
+	QueueOffset    int64
+	PhysOffset     int64
+	Size           int32
+	TagsCode       int64
+	StoreTimestamp int64 // Unix ms
+	SysFlag        int32
+	Keys           string // raw KEYS property: keys separated by spaces
+	UniqKey        string // UNIQ_KEY property
+}
+
+// Query asks an indexer for records by key.
+type Query struct {
+	Topic string
+	Key   string
+	Begin int64 // store timestamp range, Unix ms, inclusive; 0 = unbounded
+	End   int64
+	Max   int
+}
+
+// StatusReporter is an optional interface: a plugin's state for /status.
+type StatusReporter interface {
+	// Status returns a JSON object.
+	Status(ctx context.Context) ([]byte, error)
+}
+
+// MetricsWriter is an optional interface: a plugin's metrics, collected at
+// scrape time.
+type MetricsWriter interface {
+	// WriteMetrics returns Prometheus text exposition lines.
+	WriteMetrics(ctx context.Context) ([]byte, error)
+}
+
+// Promoter is an optional interface of replicators that can change role.
+type Promoter interface {
+	// Promote makes this node the master with a new epoch (greater than
+	// every epoch it knows) starting at its committed offset.
+	Promote(ctx context.Context) (epoch int32, err error)
+}
+
+// ForceWriter is an optional interface of replicators that fence writes:
+// Force lifts the fence an operator has judged safe to lift (the data the
+// replicas hold beyond this node's log is given up).
+type ForceWriter interface {
+	ForceWrites(ctx context.Context) error
+}

@@ -1,0 +1,254 @@
+// Package storehost implements sdk.Host in-process over a *core.Store, and
+// keeps what the host needs to release producers' acks: the replication
+// state replicators report and the fence they may raise.
+//
+// The host process uses it directly; the gRPC glue serves it to external
+// plugins; sdk/plugintest runs conformance suites against it.
+package storehost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/epoch"
+	"github.com/keelmq/keel/core/meta"
+	"github.com/keelmq/keel/sdk"
+)
+
+// Host is an sdk.Host over a store. It also implements core.ConfirmSource
+// (the replicated offset) for stores whose consumers see only replicated
+// data.
+type Host struct {
+	store  *core.Store
+	log    *slog.Logger
+	mu     sync.Mutex
+	state  sdk.ReplicationState
+	acked  atomic.Int64
+	fenced atomic.Bool
+	notify chan struct{} // closed and replaced when the state changes
+}
+
+var _ sdk.Host = (*Host)(nil)
+
+// New returns a Host for store. log receives plugin log lines.
+func New(store *core.Store, log *slog.Logger) *Host {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Host{store: store, log: log, notify: make(chan struct{})}
+}
+
+// Store is the underlying store.
+func (h *Host) Store() *core.Store { return h.store }
+
+// Positions implements sdk.Host.
+func (h *Host) Positions(ctx context.Context) (sdk.Positions, error) {
+	p := h.store.Positions()
+	out := sdk.Positions{Min: p.Min, Dispatched: p.Dispatched, Confirm: p.Confirm, Flushed: p.Flushed, Committed: p.Committed}
+	if e, ok := h.store.Epochs().Last(); ok {
+		out.Epoch = e.Epoch
+	}
+	return out, nil
+}
+
+// WaitCommitted implements sdk.Host.
+func (h *Host) WaitCommitted(ctx context.Context, after int64) (int64, error) {
+	c, err := h.store.WaitCommitted(ctx, after)
+	return c, mapErr(err)
+}
+
+// Commit implements sdk.Host.
+func (h *Host) Commit(ctx context.Context) (int64, error) {
+	c, err := h.store.Commit()
+	return c, mapErr(err)
+}
+
+// Flush implements sdk.Host.
+func (h *Host) Flush(ctx context.Context) (int64, error) {
+	f, err := h.store.Flush()
+	return f, mapErr(err)
+}
+
+// ReadLog implements sdk.Host.
+func (h *Host) ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
+	b, err := h.store.ReadLog(from, maxBytes)
+	return b, mapErr(err)
+}
+
+// AppendLog implements sdk.Host.
+func (h *Host) AppendLog(ctx context.Context, offset int64, data []byte) error {
+	return mapErr(h.store.AppendRaw(offset, data))
+}
+
+// TruncateLog implements sdk.Host.
+func (h *Host) TruncateLog(ctx context.Context, offset int64) error {
+	return mapErr(h.store.Truncate(offset))
+}
+
+// ReadRecord implements sdk.Host.
+func (h *Host) ReadRecord(ctx context.Context, offset int64) ([]byte, error) {
+	b, err := h.store.ReadRecord(offset)
+	return b, mapErr(err)
+}
+
+// Epochs implements sdk.Host.
+func (h *Host) Epochs(ctx context.Context) ([]sdk.Epoch, error) {
+	es := h.store.Epochs().Entries()
+	out := make([]sdk.Epoch, len(es))
+	for i, e := range es {
+		out[i] = sdk.Epoch{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	return out, nil
+}
+
+// SetEpochs implements sdk.Host.
+func (h *Host) SetEpochs(ctx context.Context, epochs []sdk.Epoch) error {
+	cur := h.store.Epochs().Entries()
+	es := make([]epoch.Entry, len(epochs))
+	for i, e := range epochs {
+		es[i] = epoch.Entry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	if len(es) == len(cur)+1 && equalPrefix(cur, es) {
+		return h.store.Epochs().Append(es[len(es)-1])
+	}
+	return h.store.Epochs().Reset(es)
+}
+
+func equalPrefix(a, b []epoch.Entry) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// MetaSnapshot implements sdk.Host.
+func (h *Host) MetaSnapshot(ctx context.Context) ([]byte, error) {
+	return json.Marshal(h.store.Meta().Snapshot())
+}
+
+// MetaApply implements sdk.Host.
+func (h *Host) MetaApply(ctx context.Context, snapshot []byte) error {
+	var s meta.Snapshot
+	if err := json.Unmarshal(snapshot, &s); err != nil {
+		return fmt.Errorf("decode metadata snapshot: %w", err)
+	}
+	return h.store.Meta().Apply(s)
+}
+
+// ReportReplication implements sdk.Host.
+func (h *Host) ReportReplication(ctx context.Context, st sdk.ReplicationState) error {
+	h.mu.Lock()
+	if st.AckedOffset < h.state.AckedOffset {
+		st.AckedOffset = h.state.AckedOffset // never decreases
+	}
+	h.state = st
+	h.acked.Store(st.AckedOffset)
+	h.fenced.Store(st.Fenced)
+	close(h.notify)
+	h.notify = make(chan struct{})
+	h.mu.Unlock()
+	h.store.NotifyConfirm()
+	return nil
+}
+
+// Log implements sdk.Host.
+func (h *Host) Log(ctx context.Context, level int, msg string, attrs map[string]string) {
+	args := make([]any, 0, 2*len(attrs))
+	for k, v := range attrs {
+		args = append(args, k, v)
+	}
+	h.log.Log(ctx, slog.Level(level), msg, args...)
+}
+
+// ConfirmOffset implements core.ConfirmSource: the replicated offset.
+func (h *Host) ConfirmOffset() int64 { return h.acked.Load() }
+
+// Replication returns the last reported replication state.
+func (h *Host) Replication() sdk.ReplicationState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.state
+	st.Replicas = append([]sdk.ReplicaState(nil), st.Replicas...)
+	return st
+}
+
+// Fenced reports whether a replicator asked the host to refuse writes.
+func (h *Host) Fenced() (bool, string) {
+	if !h.fenced.Load() {
+		return false, ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return true, h.state.Reason
+}
+
+// WaitReplicated blocks until the acknowledged offset reaches off, with
+// at least replicas in sync when it is reached, or ctx ends.
+func (h *Host) WaitReplicated(ctx context.Context, off int64) error {
+	for {
+		h.mu.Lock()
+		ok := h.state.AckedOffset >= off
+		ch := h.notify
+		h.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// InSync is the number of in-sync replicas last reported.
+func (h *Host) InSync() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state.InSync
+}
+
+// mapErr maps core errors onto the sdk sentinels while keeping the text.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, core.ErrOffset):
+		return fmt.Errorf("%w: %w", sdk.ErrOffset, err)
+	case errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrReadOnly), errors.Is(err, core.ErrDiskFull):
+		return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Listener adapts an sdk.Indexer to core.DispatchListener.
+type Listener struct {
+	Indexer sdk.Indexer
+	buf     []sdk.Record
+}
+
+var _ core.DispatchListener = (*Listener)(nil)
+
+// Dispatch implements core.DispatchListener.
+func (l *Listener) Dispatch(batch []core.DispatchRecord) error {
+	l.buf = l.buf[:0]
+	for _, r := range batch {
+		l.buf = append(l.buf, sdk.Record{
+			Topic: r.Topic, QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysOffset: r.PhysOffset,
+			Size: r.Size, TagsCode: r.TagsCode, StoreTimestamp: r.StoreTimestamp, SysFlag: r.SysFlag,
+			Keys: r.Keys, UniqKey: r.UniqKey,
+		})
+	}
+	return l.Indexer.Index(context.Background(), l.buf)
+}
+
+// Sync implements core.DispatchListener.
+func (l *Listener) Sync() error { return l.Indexer.Sync(context.Background()) }
