@@ -107,10 +107,11 @@ func (c BrokerConfig) withDefaults() BrokerConfig {
 // consumer groups and redelivery, over a Backend. Register it on a Server
 // with Register; stop its background work with Close.
 type Broker struct {
-	cfg BrokerConfig
-	be  Backend
-	log *slog.Logger
-	reg *registry
+	cfg   BrokerConfig
+	be    Backend
+	log   *slog.Logger
+	reg   *registry
+	locks lockTable
 
 	rr   atomic.Uint32
 	stop chan struct{}
@@ -153,6 +154,8 @@ func (b *Broker) Register(s *Server) {
 	s.Handle(CodeUnregisterClient, b.handleUnregister)
 	s.Handle(CodeGetConsumerListByGroup, b.handleConsumerList)
 	s.Handle(CodeConsumerSendMsgBack, b.handleSendBack)
+	s.Handle(CodeLockBatchMQ, b.handleLockBatch)
+	s.Handle(CodeUnlockBatchMQ, b.handleUnlockBatch)
 	s.OnConnClose(func(c *Conn) { b.notify(b.reg.removeConn(c)) })
 }
 

@@ -812,3 +812,45 @@ func TestViewAndQueryMessage(t *testing.T) {
 		t.Fatalf("query without index: %+v", r)
 	}
 }
+
+func TestLockBatchMQ(t *testing.T) {
+	e := newBrokerEnv(t, BrokerConfig{})
+	c := dialTest(t, e.addr)
+	body := func(client string, qs ...int) []byte {
+		var mqs []string
+		for _, q := range qs {
+			mqs = append(mqs, fmt.Sprintf(`{"topic":"T","brokerName":"broker-a","queueId":%d}`, q))
+		}
+		return fmt.Appendf(nil, `{"consumerGroup":"G","clientId":%q,"mqSet":[%s]}`, client, strings.Join(mqs, ","))
+	}
+	locked := func(r *Command) []int32 {
+		var out struct {
+			LockOKMQSet []messageQueue `json:"lockOKMQSet"`
+		}
+		if err := json.Unmarshal(r.Body, &out); r.Code != Success || err != nil {
+			t.Fatalf("lock response %+v: %v", r, err)
+		}
+		var qs []int32
+		for _, mq := range out.LockOKMQSet {
+			qs = append(qs, mq.QueueID)
+		}
+		return qs
+	}
+	if got := locked(c.call(CodeLockBatchMQ, nil, body("A", 0, 1))); fmt.Sprint(got) != "[0 1]" {
+		t.Fatalf("A locks %v", got)
+	}
+	if got := locked(c.call(CodeLockBatchMQ, nil, body("B", 1, 2))); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("B locks %v", got)
+	}
+	if got := locked(c.call(CodeLockBatchMQ, nil, body("A", 0, 1))); fmt.Sprint(got) != "[0 1]" {
+		t.Fatalf("A renews %v", got)
+	}
+	c.call(CodeUnlockBatchMQ, nil, body("A", 1))
+	if got := locked(c.call(CodeLockBatchMQ, nil, body("B", 1))); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("B after unlock %v", got)
+	}
+	e.advance(DefaultLockExpiry + time.Second)
+	if got := locked(c.call(CodeLockBatchMQ, nil, body("B", 0))); fmt.Sprint(got) != "[0]" {
+		t.Fatalf("B after expiry %v", got)
+	}
+}

@@ -115,6 +115,7 @@ type Server struct {
 	nextID   atomic.Uint64
 	opaque   atomic.Int32
 	rejected atomic.Uint64
+	panics   atomic.Uint64
 }
 
 // NewServer returns a server with no handlers.
@@ -466,6 +467,7 @@ func (s *Server) dispatch(c *Conn, cmd *Command) {
 func (s *Server) call(h Handler, req *Request) (resp *Command) {
 	defer func() {
 		if r := recover(); r != nil {
+			s.panics.Add(1)
 			s.log.Error("remoting: handler panicked", "code", req.Cmd.Code, "conn", req.Conn.String(), "panic", r, "stack", string(debug.Stack()))
 			resp = NewResponse(req.Cmd, SystemError, fmt.Sprintf("internal error handling code %d", req.Cmd.Code))
 		}
@@ -528,6 +530,7 @@ func (r *Request) Go(f func(ctx context.Context) *Command) {
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
+					c.srv.panics.Add(1)
 					c.srv.log.Error("remoting: async handler panicked", "code", r.Cmd.Code, "conn", c.String(), "panic", p, "stack", string(debug.Stack()))
 					resp = NewResponse(r.Cmd, SystemError, fmt.Sprintf("internal error handling code %d", r.Cmd.Code))
 				}
