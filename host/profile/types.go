@@ -154,20 +154,20 @@ var sizeUnits = []struct {
 // Bytes returns s as an int64 byte count.
 func (s Size) Bytes() int64 { return int64(s) }
 
-// String formats s exactly in the largest binary unit that divides it:
-// "1GiB", "1536MiB", "4KiB", "1000B", "0B". ParseSize(s.String()) == s for
-// every non-negative s.
+// String formats s exactly in the largest binary unit that divides it, else
+// the largest decimal unit, else bytes: "1GiB", "1536MiB", "4KiB", "4MB",
+// "1001B", "0B". ParseSize(s.String()) == s for every non-negative s.
 func (s Size) String() string {
 	n := int64(s)
 	if n == 0 {
 		return "0B"
 	}
-	for _, u := range sizeUnits[:4] {
+	for _, u := range sizeUnits { // binary units first, then decimal, then B
 		if n%u.mult == 0 {
 			return strconv.FormatInt(n/u.mult, 10) + u.name
 		}
 	}
-	return strconv.FormatInt(n, 10) + "B"
+	panic("unreachable: every size is a whole number of bytes")
 }
 
 // MarshalText implements encoding.TextMarshaler with String's format.
