@@ -88,9 +88,12 @@ func (e Entry) IsBlank() bool { return e.Size == blankSize }
 // End is the commitlog offset just past the entry's record.
 func (e Entry) End() int64 { return e.Offset + int64(e.Size) }
 
-// valid reports whether e is plausible as a stored unit (blank or real), by
-// RocketMQ's recovery rule.
-func (e Entry) valid() bool { return e.Offset >= 0 && e.Size > 0 }
+// valid reports whether e is plausible as a stored unit (blank or real):
+// RocketMQ's recovery rule (Offset >= 0, Size > 0) plus an End that does
+// not overflow.
+func (e Entry) valid() bool {
+	return e.Offset >= 0 && e.Size > 0 && e.Offset <= math.MaxInt64-int64(e.Size)
+}
 
 func encodeEntry(b []byte, e Entry) {
 	_ = b[EntrySize-1]
@@ -226,8 +229,8 @@ type Queue struct {
 	flushed atomic.Int64             // queue offset below which entries are durable
 	closed  atomic.Bool
 
-	dirDirty    atomic.Bool // a file was created in dir since the last SyncDir
-	parentDirty atomic.Bool // dir itself was created: sync topic dir and root
+	dirDirty    atomic.Bool              // a file was created in dir since the last SyncDir
+	parentSyncs atomic.Pointer[[]string] // directories whose new entries Flush must sync
 }
 
 // OpenQueue opens (or prepares, if it has no files yet) the queue of topic
@@ -349,7 +352,8 @@ func (q *Queue) load() error {
 			prevEnd = e.End()
 		}
 	}
-	pos := files[scan].start
+	scanStart := files[scan].start
+	pos := scanStart
 	end := files[len(files)-1].start + q.epf
 scanLoop:
 	for ; pos < end; pos++ {
@@ -412,7 +416,7 @@ scanLoop:
 	q.maxPhys.Store(q.readLocked(files, pos-1).End())
 	// The recovered tail may still be only in the page cache (a process
 	// crash leaves it there): the next Flush syncs it again.
-	q.flushed.Store(files[scan].start)
+	q.flushed.Store(scanStart)
 	q.max.Store(pos)
 	return nil
 }
@@ -496,14 +500,28 @@ func (q *Queue) syncDir() error {
 // queue offset start.
 func (q *Queue) createFile(start int64) (*qfile, error) {
 	if len(*q.files.Load()) == 0 {
-		if _, err := q.fs.Stat(q.dir); err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("stat %s: %w", q.dir, err)
+		// Create the queue directory (and missing parents); Flush makes
+		// their names durable.
+		var missing []string
+		for d := q.dir; ; d = filepath.Dir(d) {
+			if _, err := q.fs.Stat(d); err == nil {
+				break
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("stat %s: %w", d, err)
 			}
+			missing = append(missing, filepath.Dir(d))
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+		if len(missing) > 0 {
 			if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
 				return nil, fmt.Errorf("create %s: %w", q.dir, err)
 			}
-			q.parentDirty.Store(true)
+			if prev := q.parentSyncs.Load(); prev != nil {
+				missing = append(missing, *prev...)
+			}
+			q.parentSyncs.Store(&missing)
 		}
 	}
 	p := q.fileName(start)
@@ -566,8 +584,9 @@ func (q *Queue) FlushedOffset() int64 { return q.flushed.Load() }
 //   - If e ends at or below MaxPhysOffset() it is already indexed (recovery
 //     re-dispatches the commitlog tail) and Put returns nil without writing
 //     or checking queueOffset.
-//   - e must have Offset >= 0, 0 < Size < math.MaxInt32 and Offset at or
-//     beyond MaxPhysOffset(); otherwise the error wraps ErrInvalidEntry.
+//   - e must have Offset >= 0, 0 < Size < math.MaxInt32, an End that fits
+//     in an int64, and Offset at or beyond MaxPhysOffset(); otherwise the
+//     error wraps ErrInvalidEntry.
 //   - On a queue with no files, queueOffset may be anything >= 0: the
 //     first file is the one containing queueOffset and the entries before
 //     queueOffset in it are filled with blank units.
@@ -582,7 +601,7 @@ func (q *Queue) Put(queueOffset int64, e Entry) error {
 	if q.closed.Load() {
 		return ErrClosed
 	}
-	if e.Offset < 0 || e.Size <= 0 || e.Size == blankSize {
+	if !e.valid() || e.IsBlank() {
 		return fmt.Errorf("%w: put %s/%d at queue offset %d: offset %d size %d", ErrInvalidEntry, q.topic, q.id, queueOffset, e.Offset, e.Size)
 	}
 	maxPhys := q.maxPhys.Load()
@@ -943,10 +962,10 @@ func (q *Queue) flushLocked() error {
 			return fmt.Errorf("flush %s/%d: %w", q.topic, q.id, err)
 		}
 	}
-	if q.parentDirty.Swap(false) {
-		for _, d := range []string{filepath.Dir(q.dir), q.root} {
+	if dirs := q.parentSyncs.Swap(nil); dirs != nil {
+		for _, d := range *dirs {
 			if err := q.fs.SyncDir(d); err != nil {
-				q.parentDirty.Store(true)
+				q.parentSyncs.Store(dirs)
 				return fmt.Errorf("flush %s/%d: sync dir %s: %w", q.topic, q.id, d, err)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/keelmq/keel/core/vfs"
 )
 
 type queueKey struct {
@@ -43,8 +45,8 @@ func OpenSet(opts Options, root string) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{opts: opts, root: root, queues: make(map[queueKey]*Queue)}
-	if err := opts.FS.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("open consume queue set: create %s: %w", root, err)
+	if err := mkdirDurable(opts.FS, root); err != nil {
+		return nil, fmt.Errorf("open consume queue set: %w", err)
 	}
 	topics, err := opts.FS.ReadDir(root)
 	if err != nil {
@@ -83,6 +85,36 @@ func OpenSet(opts Options, root string) (*Set, error) {
 		}
 	}
 	return s, nil
+}
+
+// mkdirDurable creates dir and any missing parents and makes their names
+// durable (SyncDir of each new directory's parent).
+func mkdirDurable(fsys vfs.FS, dir string) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("stat %s: %w", d, err)
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		parent := filepath.Dir(missing[i])
+		if err := fsys.SyncDir(parent); err != nil {
+			return fmt.Errorf("sync dir %s: %w", parent, err)
+		}
+	}
+	return nil
 }
 
 func (s *Set) closeQueues() {
