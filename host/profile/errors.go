@@ -180,7 +180,7 @@ func (s *source) decode(target any, fresh func() any) ErrorList {
 		return ErrorList{s.errAt(position{line, col}, path, rewriteMessage(msg, root, path))}
 	default:
 		msg := err.Error()
-		if ent, ok := s.locate(fresh); ok {
+		if ent, ok := s.locate(fresh, msg); ok {
 			return ErrorList{s.errAt(ent.valPos, ent.path, msg)}
 		}
 		return ErrorList{s.errAt(position{}, nil, msg)}
@@ -261,11 +261,13 @@ func isScalarType(t reflect.Type) bool {
 	return t == durationType || t == sizeType || t == ratioType
 }
 
-// locate finds the first top-level expression whose decoding fails, by
-// decoding ever longer prefixes of the document into fresh targets (binary
-// search: decoding proceeds in document order, so a prefix that fails makes
-// every longer prefix fail). It returns the expression's first entry.
-func (s *source) locate(fresh func() any) (*entry, bool) {
+// locate finds the first top-level expression whose decoding fails with
+// message msg, by decoding ever longer prefixes of the document into fresh
+// targets (binary search: decoding proceeds in document order, so a prefix
+// that fails makes every longer prefix fail). It returns the expression's
+// entry, or, for an inline table, the scalar inside it that fails alone with
+// the same message.
+func (s *source) locate(fresh func() any, msg string) (*entry, bool) {
 	n := len(s.idx.cuts)
 	if n == 0 || fresh == nil {
 		return nil, false
@@ -286,12 +288,26 @@ func (s *source) locate(fresh func() any) (*entry, bool) {
 			lo = mid + 1
 		}
 	}
+	var first *entry
 	for i := range s.idx.entries {
-		if s.idx.entries[i].expr == lo {
-			return &s.idx.entries[i], true
+		e := &s.idx.entries[i]
+		if e.expr != lo {
+			continue
+		}
+		if first == nil {
+			first = e
+			continue
+		}
+		if e.raw == "" {
+			continue
+		}
+		one := []byte(formatKey(e.path) + " = " + e.raw + "\n")
+		err := toml.NewDecoder(bytes.NewReader(one)).EnableUnmarshalerInterface().Decode(fresh())
+		if err != nil && err.Error() == msg {
+			return e, true
 		}
 	}
-	return nil, false
+	return first, first != nil
 }
 
 // unknownKeyMsg explains an unknown key: what is allowed in its table and,

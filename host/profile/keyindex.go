@@ -24,6 +24,7 @@ type entry struct {
 	kind    unstable.Kind // kind of the value, or Table / ArrayTable for headers
 	expr    int           // index of the top-level expression that defines it
 	text    string        // the value's text (string content or literal) for scalar values
+	raw     string        // the value's source text, for scalar values
 }
 
 // docIndex records where every key of a TOML document is, so errors found
@@ -116,6 +117,7 @@ func (idx *docIndex) addKeyValue(p *unstable.Parser, li lineIndex, e *unstable.N
 	case unstable.InlineTable, unstable.Array:
 	default:
 		ent.text = string(v.Data)
+		ent.raw = string(p.Raw(v.Raw))
 	}
 	idx.entries = append(idx.entries, ent)
 	if v.Kind == unstable.InlineTable {

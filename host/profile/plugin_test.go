@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -319,5 +320,39 @@ x = 1
 		if line != tt.line || col != tt.col || ok != tt.ok {
 			t.Errorf("KeyPosition(%q) = %d:%d %v, want %d:%d %v", tt.key, line, col, ok, tt.line, tt.col, tt.ok)
 		}
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	p := mustLoad(t, pluginDoc)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				c := defaultFlushConfig()
+				if err := p.DecodePluginConfig(SectionFlush, &c); err != nil || c.Interval.D() != 200*time.Millisecond {
+					t.Errorf("decode: %v %+v", err, c)
+					return
+				}
+				if _, err := p.Effective(); err != nil {
+					t.Errorf("Effective: %v", err)
+					return
+				}
+				_ = p.Errorf("flush.config.interval", "x").Error()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestPluginConfigInline(t *testing.T) {
+	p := mustLoad(t, "schema = 1\nflush = { plugin = \"sync\", config = { interval = \"3s\", retry = { max = 1, backoff = \"oops\" } } }\n")
+	c := defaultFlushConfig()
+	err := p.DecodePluginConfig(SectionFlush, &c)
+	want := `profiles/x.toml:2:85: flush.config.retry.backoff: invalid duration "oops" (want e.g. "500ms", "2s")`
+	if err == nil || err.Error() != want {
+		t.Errorf("err:\n got %v\nwant %s", err, want)
 	}
 }

@@ -221,7 +221,7 @@ func TestErrors(t *testing.T) {
 		{"fractional bytes", "schema = 1\n[store]\nread_cache = \"1.5B\"\n", nil,
 			`profiles/x.toml:3:14: store.read_cache: invalid size "1.5B": not a whole number of bytes`},
 		{"size in an inline table", "schema = 1\nstore = { segment_size = \"1x\" }\n", nil,
-			`profiles/x.toml:2:9: store: invalid size "1x": unknown unit "x" (want B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB = powers of 1000)`},
+			`profiles/x.toml:2:26: store.segment_size: invalid size "1x": unknown unit "x" (want B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB = powers of 1000)`},
 		{"ratio out of range", "schema = 1\n[store]\ndisk_warning_ratio = 1.5\n", nil,
 			`profiles/x.toml:3:22: store.disk_warning_ratio: invalid ratio 1.5: out of range (want a number between 0 and 1 such as 0.75, or a percentage such as "75%")`},
 		{"ratio percent out of range", "schema = 1\n[store]\ndisk_warning_ratio = \"150%\"\n", nil,
