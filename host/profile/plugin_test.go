@@ -85,6 +85,17 @@ func TestDecodePluginConfigOverrides(t *testing.T) {
 	if c.Interval.D() != time.Second || c.Retry.Max != 9 || c.Buffer != 4<<20 {
 		t.Errorf("config = %+v", c)
 	}
+	// An override of the whole table replaces it, for the plugin as for the host.
+	p = mustLoad(t, pluginDoc, "flush.config.mode=a", `flush.config={least_pages = 1}`, "flush.config.mode=b")
+	c = defaultFlushConfig()
+	if err := p.DecodePluginConfig(SectionFlush, &c); err != nil {
+		t.Fatal(err)
+	}
+	want := defaultFlushConfig()
+	want.LeastPages, want.Mode = 1, "b"
+	if !reflect.DeepEqual(c, want) || !reflect.DeepEqual(p.Flush.Config, map[string]any{"least_pages": int64(1), "mode": "b"}) {
+		t.Errorf("config = %+v, host copy %v", c, p.Flush.Config)
+	}
 	// An override alone creates the config table.
 	p = mustLoad(t, "schema = 1\n", "index.config.mode=fast")
 	if err := p.DecodePluginConfig(SectionIndex, &c); err != nil || c.Mode != "fast" {
@@ -93,9 +104,9 @@ func TestDecodePluginConfigOverrides(t *testing.T) {
 	// An invalid override value is reported against the override.
 	p = mustLoad(t, pluginDoc, "flush.config.interval=soon")
 	err := p.DecodePluginConfig(SectionFlush, &c)
-	want := `profiles/x.toml: --set flush.config.interval=soon: flush.config.interval: invalid duration "soon" (want e.g. "500ms", "2s")`
-	if err == nil || err.Error() != want {
-		t.Errorf("err:\n got %v\nwant %s", err, want)
+	wantErr := `profiles/x.toml: --set flush.config.interval=soon: flush.config.interval: invalid duration "soon" (want e.g. "500ms", "2s")`
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("err:\n got %v\nwant %s", err, wantErr)
 	}
 }
 

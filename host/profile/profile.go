@@ -49,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -268,7 +269,7 @@ func defaults(name string) document {
 			SegmentSize:            1 << 30,
 			MaxMessageSize:         4 << 20,
 			CQEntriesPerFile:       300000,
-			FileReservedTime:       Duration(72 * 3600 * 1e9),
+			FileReservedTime:       Duration(72 * time.Hour),
 			DeleteWhen:             "04",
 			DiskMaxUsedRatio:       0.75,
 			DiskCleanForciblyRatio: 0.85,
@@ -290,7 +291,7 @@ func defaults(name string) document {
 			BrokerID:       0,
 			MaxConnections: 4096,
 			MaxFrameSize:   16 << 20,
-			IdleTimeout:    Duration(120 * 1e9),
+			IdleTimeout:    Duration(120 * time.Second),
 		},
 		Admin: AdminConfig{Addr: "127.0.0.1:10914"},
 	}
@@ -754,7 +755,8 @@ func sameListener(a, b string) bool {
 }
 
 // DecodePluginConfig decodes the table <section>.config of the profile (the
-// file, then every --set override under it) into v, a non-nil pointer to the
+// file, then every --set override under it; an override of the whole table
+// replaces what came before, as it does in the host's copy) into v, a non-nil pointer to the
 // plugin's config struct, as strictly as the host's own sections: an unknown
 // key, a wrong type or an invalid value fails with an *Error (or ErrorList)
 // carrying the file's line and column and the key's full dotted path
@@ -790,12 +792,23 @@ func (p *Profile) DecodePluginConfig(section string, v any) error {
 	fresh := func() any { return build(reflect.New(rv.Type().Elem())) }
 
 	cfgPath := []string{section, "config"}
-	if _, ok := p.src.idx.find(cfgPath); ok {
+	// An override of the whole table ("flush.config={...}") replaces it, as
+	// it does in the host's copy: the file and earlier overrides are skipped.
+	start := 0
+	for i, ov := range p.overlays {
+		if equalPath(ov.path, cfgPath) {
+			start = i + 1
+		}
+	}
+	if _, ok := p.src.idx.find(cfgPath); ok && start == 0 {
 		if errs := p.src.decode(build(rv), fresh); errs != nil {
 			return errs.asError()
 		}
 	}
-	for _, ov := range p.overlays {
+	if start > 0 {
+		start--
+	}
+	for _, ov := range p.overlays[start:] {
 		if hasPrefix(ov.path, cfgPath) || hasPrefix(cfgPath, ov.path) {
 			if errs := ov.src.decode(build(rv), fresh); errs != nil {
 				return errs.asError()
