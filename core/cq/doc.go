@@ -23,10 +23,18 @@
 // A consume queue is derived from the commitlog: it is rebuilt by
 // re-dispatching commitlog records, and Put is idempotent for records already
 // indexed (their end offset is at or below MaxPhysOffset). Recovery on open
-// therefore only needs to find a plausible end; the caller (the store's
-// recovery) must then call TruncatePhys with the commitlog's valid end
-// before dispatching again, which drops any entry a torn write or a
-// discarded commitlog tail left behind.
+// (OpenQueue) therefore only needs to find a plausible end; the caller (the
+// store's recovery) must then apply the commitlog's minimum with
+// SetMinPhysOffset and call TruncatePhys with the commitlog offset its
+// re-dispatch starts from (at most the commitlog's valid end) before
+// dispatching again. That drops entries of a discarded commitlog tail and
+// any entry a torn write may have left behind, and re-dispatch rewrites
+// them. If the commitlog is empty, Set.RemoveAll destroys every queue.
+//
+// Retention follows the commitlog: SetMinPhysOffset deletes whole files
+// below the commitlog's new minimum (never the last file) and moves Min.
+// CheckOffset classifies a consumer's offset (too small, caught up, beyond
+// the end) and suggests the corrected one, as RocketMQ's pull path does.
 //
 // # Concurrency
 //

@@ -209,7 +209,6 @@ func (f *qfile) close() error {
 type Queue struct {
 	fs       vfs.FS
 	log      *slog.Logger
-	root     string // the consume queue root
 	dir      string // root/topic/queueId
 	topic    string
 	id       int32
@@ -235,20 +234,34 @@ type Queue struct {
 
 // OpenQueue opens (or prepares, if it has no files yet) the queue of topic
 // and queueID under the consume queue root dir, i.e. the files in
-// dir/topic/queueID. Nothing is created on disk until the first Put.
+// dir/topic/queueID. Nothing is created on disk until the first Put. The
+// error wraps ErrInvalidTopic, ErrInvalidQueueID, ErrCorrupt or the
+// filesystem's error.
 //
-// It loads the existing files (sorted by name, each must be named by a
-// 20-digit multiple of the file size and follow the previous one; files
-// shorter than the configured size are extended with zeros, a longer one is
-// ErrCorrupt; other names are ignored with a warning), then recovers the
-// write position as RocketMQ does: it scans from the third-last file (or
-// the first short file, if earlier) to the first invalid entry (Offset < 0
-// or Size <= 0, or a real entry whose commitlog offset goes backwards),
-// sets Max there, zeroes everything after it and removes files past it. If
-// no real entry survives, every file is removed and the queue is empty.
-// Min is set to the first real entry; the caller then applies the
-// commitlog's minimum with SetMinPhysOffset and its valid end with
-// TruncatePhys before dispatching.
+// It loads the existing files: sorted by name, each named by a 20-digit
+// multiple of the file size and following the previous one without a gap
+// (otherwise ErrCorrupt); a file larger than the configured size is
+// ErrCorrupt; a shorter one (a crash before its size became durable) is
+// extended with zeros; other names are ignored with a warning.
+//
+// It then recovers the write position as RocketMQ does: it scans from the
+// third-last file (or the first short file, if earlier) to the first
+// invalid unit (Offset < 0, Size <= 0, an End that overflows, a blank after
+// a real entry, or a real entry whose commitlog offset goes below the
+// previous entry's end), sets Max there, zeroes the rest of that file and
+// removes the files after it. Older files are trusted, not re-validated. If
+// no real entry remains, every file is removed and the queue is empty. Min
+// is set to the first real entry and the flushed offset to the start of
+// the scanned window (the next Flush syncs the recovered tail again).
+//
+// Torn writes: after a power cut, entries written after the last Flush may
+// survive partially (4 KiB pages of them). Recovery cuts every unit that
+// the rules above reject, but a unit in which only the tags code was torn
+// looks valid. The caller must therefore, before dispatching again, call
+// SetMinPhysOffset with the commitlog's minimum and TruncatePhys with the
+// commitlog offset its re-dispatch starts from (at most the commitlog's
+// valid end), so every entry that might be torn is rewritten from the
+// commitlog.
 func OpenQueue(opts Options, dir, topic string, queueID int32) (*Queue, error) {
 	opts, err := opts.normalize()
 	if err != nil {
@@ -263,7 +276,6 @@ func OpenQueue(opts Options, dir, topic string, queueID int32) (*Queue, error) {
 	q := &Queue{
 		fs:       opts.FS,
 		log:      opts.Logger.With("topic", topic, "queue", queueID),
-		root:     dir,
 		dir:      filepath.Join(dir, topic, strconv.Itoa(int(queueID))),
 		topic:    topic,
 		id:       queueID,
@@ -376,10 +388,11 @@ scanLoop:
 	first := firstReal(files, q.epf, pos)
 	if first >= pos {
 		q.log.Info("cq: no valid entries, removing queue files", "dir", q.dir, "files", len(files))
-		for _, f := range files {
-			if err := q.removeFile(f); err != nil {
+		for i := len(files) - 1; i >= 0; i-- {
+			if err := q.removeFile(files[i]); err != nil {
 				return fail(err)
 			}
+			files = files[:i]
 		}
 		return q.syncDir()
 	}
@@ -388,12 +401,13 @@ scanLoop:
 	keep := int((pos-1-files[0].start)/q.epf) + 1
 	if keep < len(files) {
 		q.log.Info("cq: removing queue files past the recovered end", "dir", q.dir, "files", len(files)-keep, "max", pos)
-		for _, f := range files[keep:] {
-			if err := q.removeFile(f); err != nil {
+		// Last first, so an interrupted removal leaves no gap.
+		for i := len(files) - 1; i >= keep; i-- {
+			if err := q.removeFile(files[i]); err != nil {
 				return fail(err)
 			}
+			files = files[:i]
 		}
-		files = files[:keep]
 		removedAny = true
 	}
 	last := files[len(files)-1]
@@ -796,8 +810,8 @@ func (q *Queue) TruncatePhys(physOffset int64) error {
 	if q.flushed.Load() > n {
 		q.flushed.Store(n)
 	}
-	for _, f := range drop {
-		if err := q.removeFile(f); err != nil {
+	for i := len(drop) - 1; i >= 0; i-- { // last first: no gap if interrupted
+		if err := q.removeFile(drop[i]); err != nil {
 			errs = append(errs, fmt.Errorf("truncate %s/%d: %w", q.topic, q.id, err))
 		}
 	}
@@ -818,8 +832,8 @@ func (q *Queue) removeAllLocked(fl []*qfile) error {
 	q.maxPhys.Store(0)
 	q.flushed.Store(0)
 	var errs []error
-	for _, f := range fl {
-		if err := q.removeFile(f); err != nil {
+	for i := len(fl) - 1; i >= 0; i-- { // last first: no gap if interrupted
+		if err := q.removeFile(fl[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -1014,4 +1028,66 @@ func (q *Queue) destroy() error {
 		err = errors.Join(err, fmt.Errorf("remove %s: %w", q.dir, rerr))
 	}
 	return err
+}
+
+// OffsetStatus classifies a consumer's requested queue offset against a
+// queue, following RocketMQ's pull-path statuses (see CheckOffset).
+type OffsetStatus int
+
+const (
+	// OffsetFound: Min() <= offset < Max(); entries can be read there.
+	OffsetFound OffsetStatus = iota
+	// NoMessageInQueue: the queue has never held an entry (Max() == 0).
+	// The suggested next offset is 0; a broker answers PULL_OFFSET_MOVED if
+	// the request was not already 0, else PULL_NOT_FOUND.
+	NoMessageInQueue
+	// OffsetTooSmall: offset < Min() (removed by retention, or a blank).
+	// The suggested next offset is Min().
+	OffsetTooSmall
+	// OffsetOverflowOne: offset == Max(), the normal caught-up case (long
+	// poll). The suggested next offset is offset itself.
+	OffsetOverflowOne
+	// OffsetOverflowBadly: offset > Max(). The suggested next offset is
+	// Max(), never 0 (keel corrects beyond-max offsets to max, as RocketMQ
+	// 4.9.4+ does).
+	OffsetOverflowBadly
+)
+
+// String returns the RocketMQ-style name of the status.
+func (s OffsetStatus) String() string {
+	switch s {
+	case OffsetFound:
+		return "FOUND"
+	case NoMessageInQueue:
+		return "NO_MESSAGE_IN_QUEUE"
+	case OffsetTooSmall:
+		return "OFFSET_TOO_SMALL"
+	case OffsetOverflowOne:
+		return "OFFSET_OVERFLOW_ONE"
+	case OffsetOverflowBadly:
+		return "OFFSET_OVERFLOW_BADLY"
+	}
+	return fmt.Sprintf("OffsetStatus(%d)", int(s))
+}
+
+// CheckOffset classifies offset against one consistent snapshot of Min()
+// and Max() and returns the offset a consumer should continue from: offset
+// itself for OffsetFound and OffsetOverflowOne, 0 for NoMessageInQueue,
+// Min() for OffsetTooSmall, Max() for OffsetOverflowBadly. Whether the
+// broker applies the correction (on a slave, RocketMQ's offsetCheckInSlave)
+// is the caller's decision. Safe for concurrent use.
+func (q *Queue) CheckOffset(offset int64) (OffsetStatus, int64) {
+	mx := q.max.Load()
+	mn := min(q.min.Load(), mx)
+	switch {
+	case mx == 0:
+		return NoMessageInQueue, 0
+	case offset < mn:
+		return OffsetTooSmall, mn
+	case offset == mx:
+		return OffsetOverflowOne, offset
+	case offset > mx:
+		return OffsetOverflowBadly, mx
+	}
+	return OffsetFound, offset
 }

@@ -669,3 +669,43 @@ func TestFlushTracksPosition(t *testing.T) {
 		t.Fatalf("flushed %d after truncate, want 4", q.FlushedOffset())
 	}
 }
+
+func TestCheckOffset(t *testing.T) {
+	q := openTest(t, vfs.OS, t.TempDir())
+	defer q.Close()
+	type res struct {
+		st   OffsetStatus
+		next int64
+	}
+	check := func(off int64, want res) {
+		t.Helper()
+		st, next := q.CheckOffset(off)
+		if (res{st, next}) != want {
+			t.Errorf("CheckOffset(%d) = %v, %d; want %v, %d", off, st, next, want.st, want.next)
+		}
+	}
+	check(0, res{NoMessageInQueue, 0})
+	check(7, res{NoMessageInQueue, 0})
+	putRange(t, q, 5, 20)
+	if _, err := q.SetMinPhysOffset(ent(9).Offset); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		off  int64
+		want res
+	}{
+		{0, res{OffsetTooSmall, 9}},
+		{5, res{OffsetTooSmall, 9}},
+		{8, res{OffsetTooSmall, 9}},
+		{9, res{OffsetFound, 9}},
+		{19, res{OffsetFound, 19}},
+		{20, res{OffsetOverflowOne, 20}},
+		{21, res{OffsetOverflowBadly, 20}},
+		{1 << 40, res{OffsetOverflowBadly, 20}},
+	} {
+		check(tc.off, tc.want)
+	}
+	if OffsetOverflowBadly.String() != "OFFSET_OVERFLOW_BADLY" || OffsetStatus(99).String() != "OffsetStatus(99)" {
+		t.Error("String")
+	}
+}

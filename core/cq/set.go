@@ -263,6 +263,10 @@ func (s *Set) Delete(topic string, queueID int32) error {
 		if rerr := s.opts.FS.Remove(tdir); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("remove %s: %w", tdir, rerr))
 		}
+	} else if lerr == nil {
+		if serr := s.opts.FS.SyncDir(tdir); serr != nil {
+			err = errors.Join(err, fmt.Errorf("sync dir %s: %w", tdir, serr))
+		}
 	}
 	if serr := s.opts.FS.SyncDir(s.root); serr != nil {
 		err = errors.Join(err, fmt.Errorf("sync dir %s: %w", s.root, serr))
