@@ -1,0 +1,577 @@
+// Package matrix reads a benchmark matrix: the TOML file (configs/bench/)
+// that says which plugin combinations `keel bench` runs, with which
+// workloads, for how long and how many times, plus the ceiling probes, the
+// recovery workload and the peers measured in the same run.
+//
+// # Format
+//
+//	schema      = 1          # required; other values are refused
+//	name        = "quick"
+//	duration    = "2s"       # measured time of one run of one cell
+//	warmup      = "200ms"    # unmeasured time before it
+//	repeats     = 3          # runs per cell (>= 3): median, min–max
+//	segment_size = "128MiB"  # commitlog segment size of benchmark stores
+//	queues      = 8          # queues of the benchmark topic
+//
+//	[ceiling]                # raw-disk probes (package bench/ceiling)
+//	duration = "1s"
+//	repeats  = 3
+//	file_size = "256MiB"
+//	producers = [1, 64, 256] # default: every producer count of the matrix
+//
+//	[[matrix]]               # one block: the cross product of its axes
+//	name        = "flush"
+//	workloads   = ["produce", "produce-consume"]
+//	flush       = ["sync", "async", "buffered"]
+//	replication = ["none", "async", "sync"]
+//	index       = ["none", "hash"]
+//	mode        = ["builtin", "external"]
+//	body_bytes  = [128, 4096]
+//	producers   = [1, 64, 256]
+//
+//	[recovery]
+//	sizes     = ["16MiB", "64MiB"]  # commitlog bytes before the crash
+//	crashes   = ["kill9", "powercut"]
+//	flush     = ["sync", "async"]
+//	producers = 4
+//	body_bytes = 128
+//	repeats   = 3
+//
+//	[peers]
+//	nats      = ["r1-default", "r1-sync", "r3-sync"]
+//	redis     = ["always", "everysec", "always-wait"]
+//	producers = [64]
+//	body_bytes = [128]
+//
+// Several [[matrix]] blocks may be given; the cells are the union of their
+// cross products, each distinct cell once, in file order. Decoding is
+// strict: an unknown key, a value of the wrong type or a value outside the
+// allowed set fails with an error naming FILE:LINE:COL where the decoder
+// knows it, and the key.
+package matrix
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// SchemaVersion is the matrix format this package reads.
+const SchemaVersion = 1
+
+// Allowed axis values.
+var (
+	Workloads    = []string{WorkloadProduce, WorkloadProduceConsume}
+	Flushes      = []string{"sync", "async", "buffered"}
+	Replications = []string{"none", "async", "sync"}
+	Indexes      = []string{"none", "hash"}
+	Modes        = []string{"builtin", "external"}
+	Crashes      = []string{CrashKill9, CrashPowerCut}
+	NATSConfigs  = []string{"r1-default", "r1-sync", "r3-sync"}
+	RedisConfigs = []string{"always", "everysec", "always-wait", "everysec-wait"}
+)
+
+// Workload and crash names.
+const (
+	WorkloadProduce        = "produce"
+	WorkloadProduceConsume = "produce-consume"
+	CrashKill9             = "kill9"
+	CrashPowerCut          = "powercut"
+)
+
+// Duration is a TOML string such as "500ms" or "2s" (time.ParseDuration).
+type Duration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. \"500ms\", \"2s\")", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("negative duration %q", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Size is a byte count written as a TOML string: "4096", "64KiB", "128MiB",
+// "1GiB" (binary units, KiB/MiB/GiB/TiB).
+type Size int64
+
+// ParseSize parses a Size string.
+func ParseSize(s string) (Size, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("invalid size %q (want e.g. \"4096\", \"64KiB\", \"128MiB\", \"1GiB\")", s)
+	}
+	return Size(n * mult), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (z *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*z = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (z Size) MarshalText() ([]byte, error) { return []byte(z.String()), nil }
+
+// String writes z with the largest binary unit that divides it.
+func (z Size) String() string {
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if z != 0 && int64(z)%u.m == 0 {
+			return fmt.Sprintf("%d%s", int64(z)/u.m, u.suf)
+		}
+	}
+	return strconv.FormatInt(int64(z), 10)
+}
+
+// Config is a decoded benchmark matrix file.
+type Config struct {
+	Schema int `toml:"schema"`
+	// Name labels the run in the report. Default: the file name.
+	Name string `toml:"name"`
+	// Duration is the measured time of one run of one cell. Default 2s.
+	Duration Duration `toml:"duration"`
+	// Warmup runs the cell unmeasured before each run. Default 200ms.
+	Warmup Duration `toml:"warmup"`
+	// Repeats is the number of runs of each cell, at least 3. Default 3.
+	Repeats int `toml:"repeats"`
+	// SegmentSize is the commitlog segment size of the benchmark stores.
+	// Default 128MiB.
+	SegmentSize Size `toml:"segment_size"`
+	// Queues is the number of queues of the benchmark topic; producer i
+	// writes queue i mod Queues. Default 8.
+	Queues int `toml:"queues"`
+
+	Ceiling  CeilingConfig  `toml:"ceiling"`
+	Matrix   []Block        `toml:"matrix"`
+	Recovery RecoveryConfig `toml:"recovery"`
+	Peers    PeersConfig    `toml:"peers"`
+}
+
+// CeilingConfig configures the raw-disk probes.
+type CeilingConfig struct {
+	// Disabled skips the probes (every ceiling_ratio is then 0).
+	Disabled bool `toml:"disabled"`
+	// Duration of one probe run. Default 1s.
+	Duration Duration `toml:"duration"`
+	// Repeats per probe. Default 3.
+	Repeats int `toml:"repeats"`
+	// FileSize of the probe's preallocated segment files. Default 256MiB.
+	FileSize Size `toml:"file_size"`
+	// Producers of the group-commit probe. Default: every producer count
+	// used by the matrix.
+	Producers []int `toml:"producers"`
+}
+
+// Block is one cross product of axis values.
+type Block struct {
+	Name        string   `toml:"name"`
+	Workloads   []string `toml:"workloads"`
+	Flush       []string `toml:"flush"`
+	Replication []string `toml:"replication"`
+	Index       []string `toml:"index"`
+	Mode        []string `toml:"mode"`
+	BodyBytes   []int    `toml:"body_bytes"`
+	Producers   []int    `toml:"producers"`
+}
+
+// RecoveryConfig configures the recovery workload.
+type RecoveryConfig struct {
+	// Sizes are the commitlog sizes of the stores crashed. Empty disables
+	// the workload.
+	Sizes []Size `toml:"sizes"`
+	// Crashes are the crash kinds: "kill9" (SIGKILL of an appending child
+	// process) and "powercut" (vfs.CrashFS). Default both.
+	Crashes []string `toml:"crashes"`
+	// Flush strategies under which the appender runs. Default ["sync",
+	// "async"].
+	Flush []string `toml:"flush"`
+	// Producers appending when the crash comes. Default 4.
+	Producers int `toml:"producers"`
+	// BodyBytes of each message. Default 128.
+	BodyBytes int `toml:"body_bytes"`
+	// Repeats per (size, crash, flush). Default 3.
+	Repeats int `toml:"repeats"`
+	// SegmentSize of the recovery stores. Default 64MiB.
+	SegmentSize Size `toml:"segment_size"`
+	// MaxPowerCutSize bounds the sizes used with "powercut", which keeps
+	// the whole store in memory twice. Default 256MiB.
+	MaxPowerCutSize Size `toml:"max_powercut_size"`
+}
+
+// PeersConfig configures the peers measured in the same run.
+type PeersConfig struct {
+	// NATS JetStream embedded configurations: "r1-default", "r1-sync",
+	// "r3-sync".
+	NATS []string `toml:"nats"`
+	// Redis configurations (skipped when redis-server is not on PATH):
+	// "always", "everysec", "always-wait", "everysec-wait".
+	Redis []string `toml:"redis"`
+	// Producers and BodyBytes: each peer runs at every combination.
+	// Default: [64] and [128].
+	Producers []int `toml:"producers"`
+	BodyBytes []int `toml:"body_bytes"`
+	// Duration and Repeats default to the top-level ones.
+	Duration Duration `toml:"duration"`
+	Repeats  int      `toml:"repeats"`
+}
+
+// Cell is one combination of the matrix.
+type Cell struct {
+	Workload    string `json:"workload"`
+	Flush       string `json:"flush"`
+	Replication string `json:"replication"`
+	Index       string `json:"index"`
+	Mode        string `json:"mode"`
+	BodyBytes   int    `json:"body_bytes"`
+	Producers   int    `json:"producers"`
+}
+
+// Key identifies the cell: "workload/flush/replication/index/mode/bodyB/pN".
+func (c Cell) Key() string {
+	return fmt.Sprintf("%s/%s/%s/%s/%s/%dB/p%d", c.Workload, c.Flush, c.Replication, c.Index, c.Mode, c.BodyBytes, c.Producers)
+}
+
+// Combination names the plugin combination without size or concurrency:
+// "flush+replication+index (mode)".
+func (c Cell) Combination() string {
+	return fmt.Sprintf("%s+%s+%s (%s)", c.Flush, c.Replication, c.Index, c.Mode)
+}
+
+// Load reads and validates the matrix file at path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read bench config: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse decodes and validates a matrix document; file names it in errors.
+// The result has every default filled in.
+func Parse(file string, doc []byte) (*Config, error) {
+	var c Config
+	dec := toml.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, describe(file, err)
+	}
+	if c.Name == "" {
+		base := file[strings.LastIndexAny(file, `/\`)+1:]
+		c.Name = strings.TrimSuffix(base, ".toml")
+	}
+	c.fill()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &c, nil
+}
+
+// describe turns a go-toml error into FILE:LINE:COL messages.
+func describe(file string, err error) error {
+	var sm *toml.StrictMissingError
+	if errors.As(err, &sm) {
+		var errs []error
+		for i := range sm.Errors {
+			e := &sm.Errors[i]
+			row, col := e.Position()
+			errs = append(errs, fmt.Errorf("%s:%d:%d: unknown key %q", file, row, col, strings.Join(e.Key(), ".")))
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		key := strings.Join(de.Key(), ".")
+		if key != "" {
+			return fmt.Errorf("%s:%d:%d: %s: %s", file, row, col, key, de.Error())
+		}
+		return fmt.Errorf("%s:%d:%d: %s", file, row, col, de.Error())
+	}
+	return fmt.Errorf("%s: %w", file, err)
+}
+
+func (c *Config) fill() {
+	def := func(d *Duration, v time.Duration) {
+		if *d == 0 {
+			*d = Duration(v)
+		}
+	}
+	defInt := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.Duration, 2*time.Second)
+	def(&c.Warmup, 200*time.Millisecond)
+	defInt(&c.Repeats, 3)
+	defInt(&c.Queues, 8)
+	if c.SegmentSize == 0 {
+		c.SegmentSize = 128 << 20
+	}
+	def(&c.Ceiling.Duration, time.Second)
+	defInt(&c.Ceiling.Repeats, 3)
+	if c.Ceiling.FileSize == 0 {
+		c.Ceiling.FileSize = 256 << 20
+	}
+	for i := range c.Matrix {
+		b := &c.Matrix[i]
+		if b.Name == "" {
+			b.Name = fmt.Sprintf("block%d", i+1)
+		}
+		defS := func(p *[]string, v ...string) {
+			if len(*p) == 0 {
+				*p = v
+			}
+		}
+		defS(&b.Workloads, WorkloadProduce)
+		defS(&b.Flush, "sync")
+		defS(&b.Replication, "none")
+		defS(&b.Index, "none")
+		defS(&b.Mode, "builtin")
+		if len(b.BodyBytes) == 0 {
+			b.BodyBytes = []int{128}
+		}
+		if len(b.Producers) == 0 {
+			b.Producers = []int{1}
+		}
+	}
+	if len(c.Ceiling.Producers) == 0 {
+		c.Ceiling.Producers = c.ProducerCounts()
+	}
+	r := &c.Recovery
+	if len(r.Crashes) == 0 {
+		r.Crashes = slices.Clone(Crashes)
+	}
+	if len(r.Flush) == 0 {
+		r.Flush = []string{"sync", "async"}
+	}
+	defInt(&r.Producers, 4)
+	defInt(&r.BodyBytes, 128)
+	defInt(&r.Repeats, 3)
+	if r.SegmentSize == 0 {
+		r.SegmentSize = 64 << 20
+	}
+	if r.MaxPowerCutSize == 0 {
+		r.MaxPowerCutSize = 256 << 20
+	}
+	p := &c.Peers
+	if len(p.Producers) == 0 {
+		p.Producers = []int{64}
+	}
+	if len(p.BodyBytes) == 0 {
+		p.BodyBytes = []int{128}
+	}
+	if p.Duration == 0 {
+		p.Duration = c.Duration
+	}
+	defInt(&p.Repeats, c.Repeats)
+}
+
+// Limits of numeric settings.
+const (
+	MaxProducers = 4096
+	MaxBodyBytes = 4 << 20
+)
+
+// Validate checks every value against its allowed set or range.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Schema != SchemaVersion {
+		bad("schema: got %d, this keel reads schema = %d", c.Schema, SchemaVersion)
+	}
+	if c.Repeats < 3 {
+		bad("repeats: %d, want at least 3 (results are medians)", c.Repeats)
+	}
+	if c.Duration.D() < time.Millisecond {
+		bad("duration: %v is too short (want >= 1ms)", c.Duration.D())
+	}
+	if c.Queues < 1 || c.Queues > 1024 {
+		bad("queues: %d outside [1, 1024]", c.Queues)
+	}
+	if c.SegmentSize < 1<<20 {
+		bad("segment_size: %v, want at least 1MiB", c.SegmentSize)
+	}
+	if c.Ceiling.Repeats < 1 {
+		bad("ceiling.repeats: %d, want >= 1", c.Ceiling.Repeats)
+	}
+	if c.Ceiling.FileSize < 1<<20 {
+		bad("ceiling.file_size: %v, want at least 1MiB", c.Ceiling.FileSize)
+	}
+	checkInts := func(key string, vs []int, lo, hi int) {
+		for _, v := range vs {
+			if v < lo || v > hi {
+				bad("%s: %d outside [%d, %d]", key, v, lo, hi)
+			}
+		}
+	}
+	checkStrs := func(key string, vs, allowed []string) {
+		for _, v := range vs {
+			if !slices.Contains(allowed, v) {
+				bad("%s: %q is not one of %q", key, v, allowed)
+			}
+		}
+	}
+	checkInts("ceiling.producers", c.Ceiling.Producers, 1, MaxProducers)
+	for i, b := range c.Matrix {
+		k := fmt.Sprintf("matrix[%d] (%s)", i, b.Name)
+		checkStrs(k+".workloads", b.Workloads, Workloads)
+		checkStrs(k+".flush", b.Flush, Flushes)
+		checkStrs(k+".replication", b.Replication, Replications)
+		checkStrs(k+".index", b.Index, Indexes)
+		checkStrs(k+".mode", b.Mode, Modes)
+		checkInts(k+".body_bytes", b.BodyBytes, 1, MaxBodyBytes)
+		checkInts(k+".producers", b.Producers, 1, MaxProducers)
+		for _, n := range b.BodyBytes {
+			if int64(n)+64<<10 > int64(c.SegmentSize) {
+				bad("%s.body_bytes: %d does not fit segment_size %v", k, n, c.SegmentSize)
+			}
+		}
+	}
+	r := c.Recovery
+	for _, z := range r.Sizes {
+		if z < 1<<20 {
+			bad("recovery.sizes: %v, want at least 1MiB", z)
+		}
+	}
+	checkStrs("recovery.crashes", r.Crashes, Crashes)
+	checkStrs("recovery.flush", r.Flush, []string{"sync", "async"})
+	checkInts("recovery.producers", []int{r.Producers}, 1, 256)
+	checkInts("recovery.body_bytes", []int{r.BodyBytes}, 1, MaxBodyBytes)
+	if r.Repeats < 1 {
+		bad("recovery.repeats: %d, want >= 1", r.Repeats)
+	}
+	if r.SegmentSize < 1<<20 {
+		bad("recovery.segment_size: %v, want at least 1MiB", r.SegmentSize)
+	}
+	p := c.Peers
+	checkStrs("peers.nats", p.NATS, NATSConfigs)
+	checkStrs("peers.redis", p.Redis, RedisConfigs)
+	checkInts("peers.producers", p.Producers, 1, MaxProducers)
+	checkInts("peers.body_bytes", p.BodyBytes, 1, 1<<20)
+	if p.Repeats < 1 {
+		bad("peers.repeats: %d, want >= 1", p.Repeats)
+	}
+	return errors.Join(errs...)
+}
+
+// Cells returns the distinct cells of every block, in file order.
+func (c *Config) Cells() []Cell {
+	var out []Cell
+	seen := map[Cell]bool{}
+	for _, b := range c.Matrix {
+		for _, w := range b.Workloads {
+			for _, f := range b.Flush {
+				for _, r := range b.Replication {
+					for _, ix := range b.Index {
+						for _, m := range b.Mode {
+							for _, body := range b.BodyBytes {
+								for _, p := range b.Producers {
+									cell := Cell{Workload: w, Flush: f, Replication: r, Index: ix, Mode: m, BodyBytes: body, Producers: p}
+									if !seen[cell] {
+										seen[cell] = true
+										out = append(out, cell)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ProducerCounts is the sorted set of producer counts the matrix uses.
+func (c *Config) ProducerCounts() []int {
+	var ps []int
+	for _, b := range c.Matrix {
+		ps = append(ps, b.Producers...)
+	}
+	slices.Sort(ps)
+	return slices.Compact(ps)
+}
+
+// BodySizes is the sorted set of body sizes the matrix uses.
+func (c *Config) BodySizes() []int {
+	var bs []int
+	for _, b := range c.Matrix {
+		bs = append(bs, b.BodyBytes...)
+	}
+	slices.Sort(bs)
+	return slices.Compact(bs)
+}
+
+// Quick returns a copy trimmed to fit `keel bench --quick` (under three
+// minutes on two cores): cell and peer runs last at most 1s with a warmup
+// of at most 100ms, ceiling runs at most 500ms, cells and peers repeat
+// exactly 3 times, and recovery keeps its two smallest sizes with one
+// repeat each. The axes are not changed.
+func (c *Config) Quick() *Config {
+	q := *c
+	q.Matrix = slices.Clone(c.Matrix)
+	q.Duration = Duration(min(c.Duration.D(), time.Second))
+	q.Warmup = Duration(min(c.Warmup.D(), 100*time.Millisecond))
+	q.Repeats = 3
+	q.Ceiling.Duration = Duration(min(c.Ceiling.Duration.D(), 500*time.Millisecond))
+	q.Ceiling.Repeats = min(c.Ceiling.Repeats, 3)
+	q.Recovery.Sizes = slices.Clone(c.Recovery.Sizes)
+	slices.Sort(q.Recovery.Sizes)
+	if len(q.Recovery.Sizes) > 2 {
+		q.Recovery.Sizes = q.Recovery.Sizes[:2]
+	}
+	q.Recovery.Repeats = 1
+	q.Peers.Duration = Duration(min(c.Peers.Duration.D(), time.Second))
+	q.Peers.Repeats = 3
+	return &q
+}
+
+// Estimate is a rough lower bound of the wall time of a run of c: measured
+// and warmup time of every cell, probe and peer run, without setup costs.
+func (c *Config) Estimate() time.Duration {
+	cells := time.Duration(len(c.Cells()) * c.Repeats)
+	t := cells * (c.Duration.D() + c.Warmup.D())
+	if !c.Ceiling.Disabled {
+		probes := 4 + 1 + len(c.Ceiling.Producers)*len(c.BodySizes())
+		t += time.Duration(probes*c.Ceiling.Repeats) * c.Ceiling.Duration.D()
+	}
+	peers := len(c.Peers.NATS) + len(c.Peers.Redis)
+	t += time.Duration(peers*len(c.Peers.Producers)*len(c.Peers.BodyBytes)*c.Peers.Repeats) * c.Peers.Duration.D()
+	return t
+}
