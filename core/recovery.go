@@ -135,11 +135,19 @@ func (s *Store) recover() error {
 	if err := s.cutAfter(end, crashed || !haveCk); err != nil {
 		return err
 	}
-	if err := s.cqs.TruncatePhys(end); err != nil {
-		return fmt.Errorf("truncate consume queues to %d: %w", end, err)
+	// Queue entries past the re-dispatch point may be torn (written after
+	// the last queue flush) in ways a scan cannot see, such as a half
+	// written tags code: cut them all and let dispatch rewrite them. After a
+	// clean shutdown everything below the end was flushed whole.
+	cqCut := end
+	if crashed || !haveCk {
+		cqCut = dispatchFrom
 	}
 	if err := s.cqs.SetMinPhysOffset(minOff); err != nil {
 		return fmt.Errorf("correct consume queue minimums to %d: %w", minOff, err)
+	}
+	if err := s.cqs.TruncatePhys(cqCut); err != nil {
+		return fmt.Errorf("truncate consume queues to %d: %w", cqCut, err)
 	}
 	if err := s.epochs.TruncateSuffix(end); err != nil {
 		return fmt.Errorf("truncate epoch history to %d: %w", end, err)
