@@ -1,0 +1,29 @@
+// Package indexhash is keel's hash index plugin: it finds messages by key
+// (the KEYS property and the client message id UNIQ_KEY, indexed as
+// topic#key) in hash index files with Apache RocketMQ's IndexFile layout
+// and semantics, and by offset message id, which needs no index.
+//
+// # Files
+//
+// Config.DataDir holds index files named by their creation time
+// (yyyyMMddHHmmssSSS, UTC, made unique by stepping a millisecond when two
+// would collide) and a checkpoint (CheckpointFile). Each index file is
+// RocketMQ's: a 40-byte header, a table of hash slots and 20-byte entries
+// (keyHash, phyOffset, timeDiff, prevIndex) chained newest first through
+// the slots; see file.go for the byte layout. A key's hash is Java's
+// String.hashCode of topic#key made non-negative, its slot the hash modulo
+// the slot count. When a file is full the next one is created. Files are
+// memory-mapped through core/vfs, so tests run them on vfs.NewCrashFS.
+//
+// # Use
+//
+// The host builds the plugin with New, calls Configure (which opens the
+// directory), registers it as a dispatch listener (storehost.Listener),
+// then Start. Queries go through Query (candidate offsets) or, for
+// answers with hash collisions filtered out, QueryMessages; ByID resolves
+// offset message ids. A read cache (ristretto, Config.ReadCache bytes)
+// serves the records those helpers fetch by offset.
+//
+// The external form is cmd/keel-index-hash, the same plugin behind
+// sdk.Serve.
+package indexhash
