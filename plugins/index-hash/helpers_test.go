@@ -197,8 +197,19 @@ func sameIndex(t testing.TB, got, want *Index, qs []sdk.Query) {
 		}
 		return out
 	}
-	if !slices.Equal(strip(gf), strip(wf)) {
-		t.Fatalf("files differ:\n got %+v\nwant %+v", gf, wf)
+	if g, w := strip(gf), strip(wf); !slices.Equal(g, w) {
+		i := 0
+		for i < len(g) && i < len(w) && g[i] == w[i] {
+			i++
+		}
+		var gi, wi any = "none", "none"
+		if i < len(g) {
+			gi = g[i]
+		}
+		if i < len(w) {
+			wi = w[i]
+		}
+		t.Fatalf("files differ (%d vs %d files), first at %d:\n got %+v\nwant %+v", len(g), len(w), i, gi, wi)
 	}
 	for _, q := range qs {
 		g, w := mustQuery(t, got, q), mustQuery(t, want, q)
