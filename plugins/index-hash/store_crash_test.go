@@ -172,7 +172,7 @@ func TestStoreCrash(t *testing.T) {
 		if rng.Intn(5) > 0 {
 			crashes++
 			fs.CrashWith(vfs.CrashOptions{TornPages: rng.Intn(2) == 0})
-			st.Close()     // fails: its handles are detached
+			st.Close()    // fails: its handles are detached
 			idx.Stop(ctx) // likewise
 		} else {
 			if err := st.Close(); err != nil {
