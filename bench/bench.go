@@ -1,0 +1,496 @@
+// Package bench is `keel bench`: it runs a benchmark matrix (configs/bench/*.toml,
+// see package bench/matrix) of real keel engines, measures the disk's own
+// limits and real peers in the same run, and writes OUT/results.json
+// (schema in package bench/report and docs/benchmarks.md), results.csv,
+// report.md with SVG charts, and a summary table on standard output.
+//
+// cmd/keel calls Main with the arguments after "bench":
+//
+//	keel bench --config FILE --out DIR [--quick] [--skip LIST] [--scratch DIR]
+//
+//	--config FILE  the matrix (required)
+//	--out DIR      where results go (default "bench-out")
+//	--quick        trim durations and repeats to finish in under 3 minutes
+//	               (matrix.Config.Quick)
+//	--skip LIST    comma-separated parts not to run: ceiling, cells, peers,
+//	               recovery
+//	--scratch DIR  where benchmark stores live (default OUT/scratch; it must
+//	               be on the disk you want to measure), removed afterwards
+//
+// The recovery workload re-executes the running program with the same
+// arguments and recovery.ChildEnv set; Main handles that case itself
+// (recovery.MaybeChild), so a main that forwards to Main needs nothing
+// else.
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/keelmq/keel/bench/ceiling"
+	"github.com/keelmq/keel/bench/engine"
+	"github.com/keelmq/keel/bench/hist"
+	"github.com/keelmq/keel/bench/matrix"
+	"github.com/keelmq/keel/bench/peers"
+	"github.com/keelmq/keel/bench/recovery"
+	"github.com/keelmq/keel/bench/report"
+)
+
+// Parts of a run that --skip can leave out.
+const (
+	PartCeiling  = "ceiling"
+	PartCells    = "cells"
+	PartPeers    = "peers"
+	PartRecovery = "recovery"
+)
+
+// Options configures Run.
+type Options struct {
+	// ConfigFile is recorded in the results.
+	ConfigFile string
+	// Out is the output directory.
+	Out string
+	// Quick marks the run as --quick (the config should already be
+	// trimmed with Quick).
+	Quick bool
+	// Scratch is where stores and probe files go; default Out/scratch.
+	Scratch string
+	// Skip leaves parts out (PartCeiling, ...).
+	Skip map[string]bool
+	// Progress receives live progress (default os.Stderr); Summary the
+	// final table (default os.Stdout).
+	Progress, Summary io.Writer
+}
+
+// Main runs `keel bench` with args (the arguments after "bench").
+func Main(args []string) error {
+	recovery.MaybeChild()
+	fl := flag.NewFlagSet("keel bench", flag.ContinueOnError)
+	cfgPath := fl.String("config", "", "benchmark matrix TOML file (required), e.g. configs/bench/quick.toml")
+	out := fl.String("out", "bench-out", "output directory for results.json, results.csv, report.md and charts")
+	quick := fl.Bool("quick", false, "trim durations and repeats to finish in under 3 minutes")
+	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery")
+	scratch := fl.String("scratch", "", "directory for benchmark stores (default OUT/scratch)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("keel bench: unexpected arguments %q", fl.Args())
+	}
+	if *cfgPath == "" {
+		return errors.New("keel bench: --config is required")
+	}
+	cfg, err := matrix.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *quick {
+		cfg = cfg.Quick()
+	}
+	o := Options{ConfigFile: *cfgPath, Out: *out, Quick: *quick, Scratch: *scratch, Skip: map[string]bool{}}
+	for _, s := range strings.Split(*skip, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery}, s) {
+			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers or recovery", s)
+		}
+		o.Skip[s] = true
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err = Run(ctx, cfg, o)
+	return err
+}
+
+// Run runs cfg and writes the results into o.Out. It returns the results
+// even when writing them failed.
+func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, error) {
+	if o.Out == "" {
+		return nil, errors.New("bench: Options.Out is required")
+	}
+	if o.Progress == nil {
+		o.Progress = os.Stderr
+	}
+	if o.Summary == nil {
+		o.Summary = os.Stdout
+	}
+	if o.Scratch == "" {
+		o.Scratch = filepath.Join(o.Out, "scratch")
+	}
+	if err := os.MkdirAll(o.Scratch, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: create scratch dir: %w", err)
+	}
+	defer os.RemoveAll(o.Scratch)
+	res := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "keel bench", Config: cfg.Name, ConfigFile: o.ConfigFile,
+		Quick: o.Quick, StartedAt: time.Now(), Machine: machineInfo(o.Scratch),
+		Settings: report.Settings{DurationMs: cfg.Duration.D().Milliseconds(), WarmupMs: cfg.Warmup.D().Milliseconds(),
+			Repeats: cfg.Repeats, SegmentSize: int64(cfg.SegmentSize), Queues: cfg.Queues},
+		Ceilings: report.Ceilings{GroupCommitPerSec: map[string]float64{}}, Cells: []report.Cell{}, Peers: []report.Peer{},
+		Recovery: []report.Recovery{}, Notes: []string{}}
+
+	pr := newProgress(o.Progress, planSteps(cfg, o.Skip))
+	fmt.Fprintf(o.Progress, "keel bench %s: %d cells × %d runs of %v, estimated at least %v\n", cfg.Name, len(cfg.Cells()), cfg.Repeats,
+		cfg.Duration.D(), cfg.Estimate().Round(time.Second))
+
+	var ceil *ceiling.Result
+	if !o.Skip[PartCeiling] && !cfg.Ceiling.Disabled {
+		var rb []int
+		for _, b := range cfg.BodySizes() {
+			rb = append(rb, engine.RecordSize(b))
+		}
+		if len(rb) == 0 {
+			rb = []int{engine.RecordSize(128)}
+		}
+		c, err := ceiling.Run(ctx, ceiling.Options{Dir: filepath.Join(o.Scratch, "ceiling"), FileSize: int64(cfg.Ceiling.FileSize),
+			Duration: cfg.Ceiling.Duration.D(), Repeats: cfg.Ceiling.Repeats, RecordBytes: rb, Producers: cfg.Ceiling.Producers,
+			Progress: func(msg string) { pr.step(msg) }})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			res.Notes = append(res.Notes, "ceiling probes failed: "+err.Error())
+		} else {
+			ceil = c
+			res.Ceilings.Detail = c
+			res.Ceilings.SeqWriteMBPerSec = c.SeqMBPerSec(ceiling.MethodMmap, 1<<20)
+			res.Ceilings.SerialFdatasyncPerSec = c.SerialPerSec(rb[0])
+			for _, p := range cfg.Ceiling.Producers {
+				res.Ceilings.GroupCommitPerSec[strconv.Itoa(p)] = c.GroupPerSec(p, rb[0])
+			}
+		}
+	}
+
+	if !o.Skip[PartCells] {
+		for i, cell := range cfg.Cells() {
+			rc := runCell(ctx, cfg, o, pr, i, cell, ceil)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			res.Cells = append(res.Cells, rc)
+		}
+	}
+	if !o.Skip[PartPeers] {
+		res.Peers = runPeers(ctx, cfg, o, pr)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	if !o.Skip[PartRecovery] {
+		res.Recovery = runRecovery(ctx, cfg, o, pr)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	pr.done()
+	res.Notes = append(res.Notes, notes(res)...)
+	res.FinishedAt = time.Now()
+	if err := res.WriteAll(o.Out); err != nil {
+		return res, err
+	}
+	fmt.Fprintln(o.Summary)
+	if err := res.WriteTable(o.Summary); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(o.Summary, "\nresults: %s (results.json, results.csv, report.md, *.svg)\n", o.Out)
+	return res, nil
+}
+
+// planSteps counts the progress steps of a run.
+func planSteps(cfg *matrix.Config, skip map[string]bool) int {
+	n := 0
+	if !skip[PartCeiling] && !cfg.Ceiling.Disabled {
+		bodies := max(len(cfg.BodySizes()), 1)
+		n += cfg.Ceiling.Repeats * (4 + bodies + bodies*len(cfg.Ceiling.Producers))
+	}
+	if !skip[PartCells] {
+		n += len(cfg.Cells()) * cfg.Repeats
+	}
+	if !skip[PartPeers] {
+		n += (len(cfg.Peers.NATS) + len(cfg.Peers.Redis)) * len(cfg.Peers.Producers) * len(cfg.Peers.BodyBytes) * cfg.Peers.Repeats
+	}
+	if !skip[PartRecovery] {
+		n += len(cfg.Recovery.Sizes) * len(cfg.Recovery.Crashes) * len(cfg.Recovery.Flush) * cfg.Recovery.Repeats
+	}
+	return n
+}
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// thin reduces a histogram's CDF to at most 64 points (keeping the last).
+func thin(h *hist.Histogram) []report.CDFPoint {
+	pts := h.CDF()
+	var out []report.CDFPoint
+	step := max(1, (len(pts)+63)/64)
+	for i := 0; i < len(pts); i += step {
+		out = append(out, report.CDFPoint{Us: us(pts[i].Value), Fraction: pts[i].Fraction})
+	}
+	if len(pts) > 0 && (len(pts)-1)%step != 0 {
+		last := pts[len(pts)-1]
+		out = append(out, report.CDFPoint{Us: us(last.Value), Fraction: last.Fraction})
+	}
+	return out
+}
+
+func runCell(ctx context.Context, cfg *matrix.Config, o Options, pr *progress, i int, cell matrix.Cell, ceil *ceiling.Result) report.Cell {
+	rc := report.Cell{Workload: cell.Workload, Flush: cell.Flush, Replication: cell.Replication, Index: cell.Index, Mode: cell.Mode,
+		BodyBytes: cell.BodyBytes, Producers: cell.Producers, Statuses: map[string]int64{}, RecordBytes: engine.RecordSize(cell.BodyBytes)}
+	var runs []*engine.Result
+	for rep := 0; rep < cfg.Repeats; rep++ {
+		pr.step(fmt.Sprintf("cell %s run %d/%d", cell.Key(), rep+1, cfg.Repeats))
+		r, err := engine.Run(ctx, engine.Spec{Cell: cell, Dir: filepath.Join(o.Scratch, fmt.Sprintf("cell-%d-%d", i, rep)),
+			Warmup: cfg.Warmup.D(), Duration: cfg.Duration.D(), SegmentSize: int64(cfg.SegmentSize), Queues: cfg.Queues})
+		if errors.Is(err, engine.ErrUnavailable) {
+			rc.Status, rc.Note = "skipped", err.Error()
+			pr.skip(cfg.Repeats - rep - 1)
+			return rc
+		}
+		if err != nil && r == nil {
+			rc.Status, rc.Note = "error", err.Error()
+			pr.skip(cfg.Repeats - rep - 1)
+			return rc
+		}
+		if err != nil {
+			rc.Note = err.Error() // measured, but teardown failed
+		}
+		pr.result(fmt.Sprintf("%s msg/s, p99 %s", human(r.MsgsPerSec), time.Duration(r.Latency.Quantile(0.99))))
+		runs = append(runs, r)
+	}
+	rc.Status = "ok"
+	var mps, cpu, fs, lag, cons []float64
+	var lat, e2e hist.Histogram
+	for _, r := range runs {
+		rc.Impl = r.Impl
+		mps = append(mps, r.MsgsPerSec)
+		cpu = append(cpu, r.CPUSecPerMillion)
+		fs = append(fs, r.FsyncsPerSec)
+		lag = append(lag, r.ReplLagMeanBytes)
+		cons = append(cons, r.ConsumePerSec)
+		lat.Merge(&r.Latency)
+		e2e.Merge(&r.EndToEnd)
+		for k, v := range r.Statuses {
+			rc.Statuses[k] += v
+		}
+		rc.ReplLagMaxBytes = max(rc.ReplLagMaxBytes, r.ReplLagMaxBytes)
+		rc.Runs = append(rc.Runs, report.Run{MsgsPerSec: r.MsgsPerSec, P99us: us(r.Latency.Quantile(0.99))})
+	}
+	st := ceiling.NewStat(mps)
+	rc.MsgsPerSec, rc.MsgsPerSecMin, rc.MsgsPerSecMax = st.Median, st.Min, st.Max
+	rc.MBPerSec = rc.MsgsPerSec * float64(cell.BodyBytes) / 1e6
+	rc.P50us, rc.P99us, rc.P999us = us(lat.Quantile(0.5)), us(lat.Quantile(0.99)), us(lat.Quantile(0.999))
+	rc.CPUSecPerMillion = ceiling.NewStat(cpu).Median
+	rc.FsyncsPerSec = ceiling.NewStat(fs).Median
+	rc.ReplLagMeanBytes = ceiling.NewStat(lag).Median
+	if cell.Workload == matrix.WorkloadProduceConsume {
+		rc.ConsumeMsgsPerSec = ceiling.NewStat(cons).Median
+		rc.EndToEndP99us = us(e2e.Quantile(0.99))
+	}
+	rc.CDF = thin(&lat)
+	if ceil != nil {
+		rc.Ceiling, rc.CeilingValue = cellCeiling(ceil, cell, rc.RecordBytes)
+		if rc.CeilingValue > 0 {
+			rc.CeilingRatio = rc.MsgsPerSec / rc.CeilingValue
+		}
+	}
+	return rc
+}
+
+// cellCeiling names the ceiling a cell is compared with and gives it in
+// messages per second: the group-commit ceiling at the same producer count
+// when acks wait for fdatasync, otherwise the sequential bandwidth divided
+// by the stored record size.
+func cellCeiling(c *ceiling.Result, cell matrix.Cell, recordBytes int) (string, float64) {
+	if cell.Flush == "sync" {
+		if v := c.GroupPerSec(cell.Producers, recordBytes); v > 0 {
+			return fmt.Sprintf("group commit p%d", cell.Producers), v
+		}
+		if cell.Producers == 1 {
+			return "serial fdatasync", c.SerialPerSec(recordBytes)
+		}
+		return "", 0
+	}
+	mb := c.SeqMBPerSec(ceiling.MethodMmap, 1<<20)
+	if mb <= 0 {
+		mb = c.BestSeqMBPerSec()
+	}
+	return "seq write", mb * 1e6 / float64(recordBytes)
+}
+
+func runPeers(ctx context.Context, cfg *matrix.Config, o Options, pr *progress) []report.Peer {
+	out := []report.Peer{}
+	type job struct{ system, name, config string }
+	var jobs []job
+	for _, c := range cfg.Peers.NATS {
+		jobs = append(jobs, job{"nats", "nats-jetstream", c})
+	}
+	for _, c := range cfg.Peers.Redis {
+		jobs = append(jobs, job{"redis", "redis", c})
+	}
+	n := 0
+	for _, j := range jobs {
+		for _, p := range cfg.Peers.Producers {
+			for _, body := range cfg.Peers.BodyBytes {
+				rp := report.Peer{Name: j.name, Config: j.config, Producers: p, BodyBytes: body}
+				var mps []float64
+				var lat hist.Histogram
+				for rep := 0; rep < cfg.Peers.Repeats; rep++ {
+					pr.step(fmt.Sprintf("peer %s/%s p%d %dB run %d/%d", j.name, j.config, p, body, rep+1, cfg.Peers.Repeats))
+					n++
+					r, err := peers.Run(ctx, peers.Spec{System: j.system, Config: j.config, Dir: filepath.Join(o.Scratch, fmt.Sprintf("peer-%d", n)),
+						Producers: p, BodyBytes: body, Warmup: cfg.Warmup.D(), Duration: cfg.Peers.Duration.D()})
+					if ctx.Err() != nil {
+						return out
+					}
+					if err != nil {
+						rp.Status, rp.Note = "error", err.Error()
+						if errors.Is(err, peers.ErrSkipped) {
+							rp.Status = "skipped"
+						}
+						pr.skip(cfg.Peers.Repeats - rep - 1)
+						break
+					}
+					pr.result(fmt.Sprintf("%s msg/s, p99 %s", human(r.MsgsPerSec), time.Duration(r.Latency.Quantile(0.99))))
+					mps = append(mps, r.MsgsPerSec)
+					lat.Merge(&r.Latency)
+					rp.Errors += r.Errors
+					rp.Note = r.Note
+					rp.Runs = append(rp.Runs, report.Run{MsgsPerSec: r.MsgsPerSec, P99us: us(r.Latency.Quantile(0.99))})
+				}
+				if rp.Status == "" {
+					rp.Status = "ok"
+					st := ceiling.NewStat(mps)
+					rp.MsgsPerSec, rp.MsgsPerSecMin, rp.MsgsPerSecMax = st.Median, st.Min, st.Max
+					rp.P50us, rp.P99us, rp.P999us = us(lat.Quantile(0.5)), us(lat.Quantile(0.99)), us(lat.Quantile(0.999))
+					rp.CDF = thin(&lat)
+				}
+				out = append(out, rp)
+			}
+		}
+	}
+	return out
+}
+
+func runRecovery(ctx context.Context, cfg *matrix.Config, o Options, pr *progress) []report.Recovery {
+	out := []report.Recovery{}
+	rc := cfg.Recovery
+	sizes := slices.Clone(rc.Sizes)
+	slices.Sort(sizes)
+	n := 0
+	for _, crash := range rc.Crashes {
+		for _, flush := range rc.Flush {
+			for _, size := range sizes {
+				x := report.Recovery{Profile: flush + "-flush", TargetBytes: int64(size), Crash: crash, Repeats: rc.Repeats}
+				if crash == recovery.PowerCut && size > rc.MaxPowerCutSize {
+					x.Status = "skipped"
+					x.Note = fmt.Sprintf("above max_powercut_size %v (CrashFS keeps the store in memory twice)", rc.MaxPowerCutSize)
+					pr.skip(rc.Repeats)
+					out = append(out, x)
+					continue
+				}
+				var ready, disp, stored, acked, trunc []float64
+				for rep := 0; rep < rc.Repeats; rep++ {
+					n++
+					pr.step(fmt.Sprintf("recovery %s %s-flush %v run %d/%d", crash, flush, size, rep+1, rc.Repeats))
+					dir := "/store"
+					if crash == recovery.Kill9 {
+						dir = filepath.Join(o.Scratch, fmt.Sprintf("recovery-%d", n))
+					}
+					r, err := recovery.Run(ctx, recovery.Spec{Dir: dir, Size: int64(size), Crash: crash, Flush: flush, Producers: rc.Producers,
+						BodyBytes: rc.BodyBytes, SegmentSize: int64(rc.SegmentSize), Seed: int64(n)})
+					if ctx.Err() != nil {
+						return out
+					}
+					if err != nil {
+						x.Status, x.Note = "error", err.Error()
+						pr.skip(rc.Repeats - rep - 1)
+						break
+					}
+					pr.result(fmt.Sprintf("ready %.0f ms, dispatched %.0f ms, %d acked lost", r.ReadyMs, r.DispatchedMs, r.AckedLost))
+					ready = append(ready, r.ReadyMs)
+					disp = append(disp, r.DispatchedMs)
+					stored = append(stored, float64(r.StoreBytes))
+					acked = append(acked, float64(r.Acked))
+					trunc = append(trunc, float64(r.Truncated))
+					x.AckedLostRuns = append(x.AckedLostRuns, r.AckedLost)
+					x.AckedLost = max(x.AckedLost, r.AckedLost)
+				}
+				if x.Status == "" {
+					x.Status = "ok"
+					rs, ds := ceiling.NewStat(ready), ceiling.NewStat(disp)
+					x.ReadyMs, x.ReadyMsMin, x.ReadyMsMax = rs.Median, rs.Min, rs.Max
+					x.DispatchedMs, x.DispatchedMsMin, x.DispatchedMsMax = ds.Median, ds.Min, ds.Max
+					x.StoreBytes = int64(ceiling.NewStat(stored).Median)
+					x.Acked = int64(ceiling.NewStat(acked).Median)
+					x.TruncatedBytes = int64(ceiling.NewStat(trunc).Median)
+				}
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// notes explains what the reader must know about this run.
+func notes(r *report.Results) []string {
+	var out []string
+	emulated := map[string]bool{}
+	for _, c := range r.Cells {
+		for _, part := range strings.Fields(c.Impl) {
+			if strings.HasSuffix(part, "=emulated") {
+				emulated[strings.TrimSuffix(part, "=emulated")] = true
+			}
+		}
+	}
+	if len(emulated) > 0 {
+		var parts []string
+		for _, k := range []string{"flush", "repl", "index"} {
+			if emulated[k] {
+				parts = append(parts, k)
+			}
+		}
+		out = append(out, "Cells marked impl=emulated ran bench/engine's stand-ins for the "+strings.Join(parts, ", ")+
+			" plugins (same sdk.Host calls and ack policies; replication is an in-process slave store fed over 127.0.0.1), not the plugins themselves.")
+	}
+	skipped := 0
+	for _, c := range r.Cells {
+		if c.Status == "skipped" {
+			skipped++
+		}
+	}
+	if skipped > 0 {
+		out = append(out, fmt.Sprintf("%d cells were skipped: nothing is registered for them yet (see each cell's note).", skipped))
+	}
+	seen := map[string]bool{}
+	for _, p := range r.Peers {
+		if p.Status == "skipped" && !seen[p.Name] {
+			seen[p.Name] = true
+			out = append(out, fmt.Sprintf("Peer %s skipped: %s", p.Name, p.Note))
+		}
+	}
+	if len(r.Peers) > 0 {
+		out = append(out, "Peers share this machine's disk and CPUs with their replicas and clients (R3 JetStream, Redis replica): replication peers are pessimistic stand-ins for real clusters.")
+	}
+	return out
+}
+
+func human(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

@@ -1,0 +1,296 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Files written by WriteAll into the output directory.
+const (
+	FileJSON       = "results.json"
+	FileCSV        = "results.csv"
+	FileMarkdown   = "report.md"
+	FileThroughput = "throughput.svg"
+	FileLatency    = "latency-cdf.svg"
+	FileRecovery   = "recovery.svg"
+)
+
+// WriteAll writes results.json, results.csv, report.md and the charts
+// into dir (created if needed).
+func (r *Results) WriteAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	write := func(name string, f func(io.Writer) error) error {
+		p := filepath.Join(dir, name)
+		fh, err := os.Create(p)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+		if err := f(fh); err != nil {
+			fh.Close()
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+		return fh.Close()
+	}
+	for _, f := range []struct {
+		name string
+		fn   func(io.Writer) error
+	}{
+		{FileJSON, r.WriteJSON},
+		{FileCSV, r.WriteCSV},
+		{FileThroughput, r.ThroughputSVG},
+		{FileLatency, r.LatencySVG},
+		{FileRecovery, r.RecoverySVG},
+		{FileMarkdown, func(w io.Writer) error { return r.WriteMarkdown(w, "") }},
+	} {
+		if err := write(f.name, f.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CSVHeader is the first row of results.csv: one row per cell.
+var CSVHeader = []string{"workload", "flush", "replication", "index", "mode", "body_bytes", "producers", "status",
+	"msgs_per_sec", "msgs_per_sec_min", "msgs_per_sec_max", "mb_per_sec", "p50_us", "p99_us", "p999_us",
+	"cpu_sec_per_million", "fsyncs_per_sec", "repl_lag_max_bytes", "consume_msgs_per_sec", "e2e_p99_us",
+	"ceiling_ratio", "ceiling", "impl", "note"}
+
+func f(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteCSV writes one row per cell.
+func (r *Results) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(CSVHeader)
+	for _, c := range r.Cells {
+		cw.Write([]string{c.Workload, c.Flush, c.Replication, c.Index, c.Mode, strconv.Itoa(c.BodyBytes), strconv.Itoa(c.Producers),
+			c.Status, f(c.MsgsPerSec), f(c.MsgsPerSecMin), f(c.MsgsPerSecMax), f(c.MBPerSec), f(c.P50us), f(c.P99us), f(c.P999us),
+			f(c.CPUSecPerMillion), f(c.FsyncsPerSec), strconv.FormatInt(c.ReplLagMaxBytes, 10), f(c.ConsumeMsgsPerSec), f(c.EndToEndP99us),
+			f(c.CeilingRatio), c.Ceiling, c.Impl, c.Note})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// human formats a rate with a k/M suffix.
+func human(v float64) string {
+	switch {
+	case v >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 10e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// us formats microseconds.
+func us(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fs", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fms", v/1e3)
+	}
+	return fmt.Sprintf("%.0fµs", v)
+}
+
+func sizeStr(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func rangeStr(med, lo, hi float64) string {
+	return fmt.Sprintf("%s [%s–%s]", human(med), human(lo), human(hi))
+}
+
+func statusStr(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteTable writes the terminal summary: one line per cell, peer and
+// recovery measurement.
+func (r *Results) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	c := r.Ceilings
+	fmt.Fprintf(tw, "CEILINGS\tseq write %.0f MB/s\tserial fdatasync %s/s\tgroup commit %s\n", c.SeqWriteMBPerSec, human(c.SerialFdatasyncPerSec), groupStr(c.GroupCommitPerSec))
+	fmt.Fprintln(tw, "\t\t\t")
+	fmt.Fprintln(tw, "CELL\tSTATUS\tMSGS/S [MIN–MAX]\tMB/S\tP50\tP99\tP99.9\tCPU s/M\tFSYNC/S\tCEILING")
+	for _, c := range r.Cells {
+		if c.Status != "ok" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\n", c.Key(), c.Status, truncate(c.Note, 60))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\tok\t%s\t%.1f\t%s\t%s\t%s\t%.2f\t%.0f\t%.0f%% of %s\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax),
+			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, 100*c.CeilingRatio, c.Ceiling)
+	}
+	if len(r.Peers) > 0 {
+		fmt.Fprintln(tw, "\t\t\t")
+		fmt.Fprintln(tw, "PEER\tSTATUS\tMSGS/S [MIN–MAX]\tP50\tP99\tP99.9\t")
+		for _, p := range r.Peers {
+			name := fmt.Sprintf("%s/%s/%dB/p%d", p.Name, p.Config, p.BodyBytes, p.Producers)
+			if p.Status != "ok" {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\n", name, p.Status, truncate(p.Note, 60))
+				continue
+			}
+			fmt.Fprintf(tw, "%s\tok\t%s\t%s\t%s\t%s\t\n", name, rangeStr(p.MsgsPerSec, p.MsgsPerSecMin, p.MsgsPerSecMax), us(p.P50us), us(p.P99us), us(p.P999us))
+		}
+	}
+	if len(r.Recovery) > 0 {
+		fmt.Fprintln(tw, "\t\t\t")
+		fmt.Fprintln(tw, "RECOVERY\tSTATUS\tSTORE\tREADY\tDISPATCHED\tACKED LOST\t")
+		for _, x := range r.Recovery {
+			name := fmt.Sprintf("%s/%s/%s", x.Crash, x.Profile, sizeStr(x.TargetBytes))
+			if x.Status != "ok" {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\n", name, x.Status, truncate(x.Note, 60))
+				continue
+			}
+			fmt.Fprintf(tw, "%s\tok\t%s\t%.1f ms\t%.1f ms\t%d of %d\t\n", name, sizeStr(x.StoreBytes), x.ReadyMs, x.DispatchedMs, x.AckedLost, x.Acked)
+		}
+	}
+	return tw.Flush()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func groupStr(m map[string]float64) string {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		if n, err := strconv.Atoi(k); err == nil {
+			keys = append(keys, n)
+		}
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("p%d %s/s", k, human(m[strconv.Itoa(k)])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteMarkdown writes report.md; chartPrefix is prepended to the chart
+// file names in image links (empty when the report sits beside them).
+func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	m := r.Machine
+	p("# keel bench: %s", r.Config)
+	if r.Quick {
+		p(" (--quick)")
+	}
+	p("\n\n")
+	p("Run %s → %s (%s). Config `%s`, schema_version %d.\n\n", r.StartedAt.Format("2006-01-02 15:04:05 MST"), r.FinishedAt.Format("15:04:05"),
+		r.FinishedAt.Sub(r.StartedAt).Round(1e9), r.ConfigFile, r.SchemaVersion)
+	p("Machine: %s/%s, %d CPUs, %s memory, kernel %s, %s; disk: %s.\n\n", m.OS, m.Arch, m.CPUs, sizeStr(m.MemTotalBytes), m.Kernel, m.GoVersion, m.Disk)
+	s := r.Settings
+	p("Each cell: %d runs of %d ms after %d ms warmup; medians with [min–max]; latency percentiles over all runs' acks. Segments of %s, %d queues.\n\n",
+		s.Repeats, s.DurationMs, s.WarmupMs, sizeStr(s.SegmentSize), s.Queues)
+	for _, n := range r.Notes {
+		p("- %s\n", n)
+	}
+	if len(r.Notes) > 0 {
+		p("\n")
+	}
+
+	p("## Disk ceilings\n\n")
+	c := r.Ceilings
+	p("| probe | median | range |\n|---|---|---|\n")
+	if d := c.Detail; d != nil {
+		for _, sw := range d.SeqWrite {
+			p("| sequential write, %s, %s writes + fdatasync | %.0f MB/s | %.0f–%.0f |\n", sw.Method, sizeStr(int64(sw.WriteBytes)), sw.MBPerSec.Median, sw.MBPerSec.Min, sw.MBPerSec.Max)
+		}
+		for _, sr := range d.Serial {
+			p("| serial pwrite %d B + fdatasync | %s/s (p50 %s, p99 %s) | %s–%s |\n", sr.RecordBytes, human(sr.PerSec.Median), us(sr.P50us), us(sr.P99us), human(sr.PerSec.Min), human(sr.PerSec.Max))
+		}
+		for _, g := range d.Group {
+			p("| group commit, %d producers × %d B | %s rec/s (%.0f syncs/s, batch %.1f, p50 %s, p99 %s) | %s–%s |\n", g.Producers, g.RecordBytes, human(g.PerSec.Median),
+				g.SyncsPerSec, g.AvgBatch, us(g.P50us), us(g.P99us), human(g.PerSec.Min), human(g.PerSec.Max))
+		}
+	} else {
+		p("| (not measured) | | |\n")
+	}
+	p("\n")
+
+	p("## Cells\n\n")
+	p("![throughput per combination, ceiling marked](%s%s)\n\n", chartPrefix, FileThroughput)
+	p("| cell | msgs/s [min–max] | MB/s | p50 | p99 | p99.9 | CPU s/M msgs | fsyncs/s | repl lag max | of ceiling | statuses |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.Cells {
+		if c.Status != "ok" {
+			p("| `%s` | %s: %s | | | | | | | | | |\n", c.Key(), c.Status, c.Note)
+			continue
+		}
+		extra := ""
+		if c.Workload == "produce-consume" {
+			extra = fmt.Sprintf(" (consumed %s/s, e2e p99 %s)", human(c.ConsumeMsgsPerSec), us(c.EndToEndP99us))
+		}
+		p("| `%s` | %s%s | %.1f | %s | %s | %s | %.2f | %.0f | %s | %.0f%% of %s | %s |\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax), extra,
+			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, sizeStr(c.ReplLagMaxBytes), 100*c.CeilingRatio, c.Ceiling, statusStr(c.Statuses))
+	}
+	p("\n![ack latency CDFs](%s%s)\n\n", chartPrefix, FileLatency)
+
+	p("## Peers (same run, same body size and producer count)\n\n")
+	if len(r.Peers) == 0 {
+		p("None configured.\n\n")
+	} else {
+		p("| peer | config | producers | msgs/s [min–max] | p50 | p99 | p99.9 | note |\n|---|---|---|---|---|---|---|---|\n")
+		for _, x := range r.Peers {
+			if x.Status != "ok" {
+				p("| %s | %s | %d | %s | | | | %s |\n", x.Name, x.Config, x.Producers, x.Status, x.Note)
+				continue
+			}
+			p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", x.Name, x.Config, x.Producers, rangeStr(x.MsgsPerSec, x.MsgsPerSecMin, x.MsgsPerSecMax),
+				us(x.P50us), us(x.P99us), us(x.P999us), x.Note)
+		}
+		p("\n")
+	}
+
+	p("## Recovery\n\n")
+	if len(r.Recovery) == 0 {
+		p("Not configured.\n\n")
+	} else {
+		p("![recovery time against store size](%s%s)\n\n", chartPrefix, FileRecovery)
+		p("| crash | profile | store | ready ms [min–max] | dispatched ms [min–max] | acked lost (worst run) | acked | torn tail cut |\n|---|---|---|---|---|---|---|---|\n")
+		for _, x := range r.Recovery {
+			if x.Status != "ok" {
+				p("| %s | %s | %s | %s: %s | | | | |\n", x.Crash, x.Profile, sizeStr(x.TargetBytes), x.Status, x.Note)
+				continue
+			}
+			p("| %s | %s | %s | %.1f [%.1f–%.1f] | %.1f [%.1f–%.1f] | %d | %d | %s |\n", x.Crash, x.Profile, sizeStr(x.StoreBytes), x.ReadyMs, x.ReadyMsMin, x.ReadyMsMax,
+				x.DispatchedMs, x.DispatchedMsMin, x.DispatchedMsMax, x.AckedLost, x.Acked, sizeStr(x.TruncatedBytes))
+		}
+		p("\n")
+	}
+	return nil
+}

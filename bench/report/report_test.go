@@ -1,0 +1,114 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/keelmq/keel/bench/ceiling"
+)
+
+func sample() *Results {
+	return &Results{SchemaVersion: SchemaVersion, Tool: "keel bench", Config: "t",
+		Ceilings: Ceilings{SeqWriteMBPerSec: 800, SerialFdatasyncPerSec: 3000, GroupCommitPerSec: map[string]float64{"1": 3000, "64": 80000},
+			Detail: &ceiling.Result{SeqWrite: []ceiling.SeqWrite{{Method: ceiling.MethodMmap, WriteBytes: 1 << 20, MBPerSec: ceiling.NewStat([]float64{800})}}}},
+		Cells: []Cell{
+			{Workload: "produce", Flush: "sync", Replication: "none", Index: "hash", Mode: "builtin", BodyBytes: 128, Producers: 64, Status: "ok",
+				MsgsPerSec: 70000, MsgsPerSecMin: 60000, MsgsPerSecMax: 75000, P50us: 500, P99us: 2000, P999us: 4000, CeilingRatio: 0.875,
+				Ceiling: "group commit p64", CeilingValue: 80000, Statuses: map[string]int64{"SEND_OK": 10},
+				CDF: []CDFPoint{{Us: 100, Fraction: 0.1}, {Us: 500, Fraction: 0.5}, {Us: 4000, Fraction: 1}}},
+			{Workload: "produce", Flush: "sync", Replication: "none", Index: "hash", Mode: "external", BodyBytes: 128, Producers: 64, Status: "skipped", Note: "no plugin, \"quoted\""},
+		},
+		Peers: []Peer{{Name: "nats-jetstream", Config: "r1-sync", Producers: 64, BodyBytes: 128, Status: "ok", MsgsPerSec: 3000, MsgsPerSecMin: 2900, MsgsPerSecMax: 3100,
+			P99us: 900, CDF: []CDFPoint{{Us: 300, Fraction: 0.5}, {Us: 900, Fraction: 1}}}},
+		Recovery: []Recovery{
+			{Profile: "sync-flush", Crash: "kill9", TargetBytes: 16 << 20, StoreBytes: 17 << 20, Status: "ok", ReadyMs: 20, DispatchedMs: 40},
+			{Profile: "sync-flush", Crash: "kill9", TargetBytes: 64 << 20, StoreBytes: 65 << 20, Status: "ok", ReadyMs: 30, DispatchedMs: 90},
+		},
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	r := sample()
+	dir := t.TempDir()
+	if err := r.WriteAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Cells[0].MsgsPerSec != 70000 || back.Ceilings.GroupCommitPerSec["64"] != 80000 || back.Recovery[1].DispatchedMs != 90 {
+		t.Fatalf("round trip lost data: %+v", back)
+	}
+	// A future schema is refused.
+	b, _ := os.ReadFile(filepath.Join(dir, FileJSON))
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m["schema_version"] = SchemaVersion + 1
+	b, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, "future.json"), b, 0o644)
+	if _, err := ReadJSON(filepath.Join(dir, "future.json")); err == nil {
+		t.Fatal("a future schema_version must be refused")
+	}
+}
+
+func TestCSV(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sample().WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || len(rows[0]) != len(CSVHeader) || rows[1][8] != "70000" || !strings.Contains(rows[2][len(CSVHeader)-1], `"quoted"`) {
+		t.Fatalf("rows: %q", rows)
+	}
+}
+
+func TestSVGWellFormed(t *testing.T) {
+	for _, r := range []*Results{sample(), {}} {
+		for name, f := range map[string]func(io.Writer) error{"throughput": r.ThroughputSVG, "latency": r.LatencySVG, "recovery": r.RecoverySVG} {
+			var buf bytes.Buffer
+			if err := f(&buf); err != nil {
+				t.Fatal(err)
+			}
+			dec := xml.NewDecoder(&buf)
+			for {
+				_, err := dec.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: invalid SVG: %v", name, err)
+				}
+			}
+		}
+	}
+}
+
+func TestTableAndMarkdown(t *testing.T) {
+	var tb, md bytes.Buffer
+	r := sample()
+	if err := r.WriteTable(&tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMarkdown(&md, "img/"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"88% of group commit p64", "skipped", "nats-jetstream/r1-sync", "kill9/sync-flush"} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
+	}
+	if !strings.Contains(md.String(), "](img/throughput.svg)") {
+		t.Errorf("markdown chart links lack the prefix")
+	}
+}

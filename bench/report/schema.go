@@ -1,0 +1,226 @@
+// Package report holds the results of a `keel bench` run (the versioned
+// results.json schema) and writes them as JSON, CSV, a terminal table and
+// a Markdown report with SVG charts.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/keelmq/keel/bench/ceiling"
+)
+
+// SchemaVersion is the version of the results.json layout. It changes
+// when a field is removed or changes meaning; added fields do not change
+// it. docs/benchmarks.md documents every field.
+const SchemaVersion = 1
+
+// Results is the whole of results.json.
+type Results struct {
+	SchemaVersion int        `json:"schema_version"`
+	Tool          string     `json:"tool"`   // "keel bench"
+	Config        string     `json:"config"` // the matrix name
+	ConfigFile    string     `json:"config_file"`
+	Quick         bool       `json:"quick"`
+	StartedAt     time.Time  `json:"started_at"`
+	FinishedAt    time.Time  `json:"finished_at"`
+	Machine       Machine    `json:"machine"`
+	Settings      Settings   `json:"settings"`
+	Ceilings      Ceilings   `json:"ceilings"`
+	Cells         []Cell     `json:"cells"`
+	Peers         []Peer     `json:"peers"`
+	Recovery      []Recovery `json:"recovery"`
+	// Notes are things the reader must know (skipped peers, emulated
+	// plugins, ...).
+	Notes []string `json:"notes"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	OS            string `json:"os"`
+	Arch          string `json:"arch"`
+	CPUs          int    `json:"cpus"`
+	GoVersion     string `json:"go_version"`
+	MemTotalBytes int64  `json:"mem_total_bytes"`
+	Kernel        string `json:"kernel"`
+	// Disk is the filesystem of the scratch directory: device, type and
+	// size (from /proc/mounts and statfs).
+	Disk string `json:"disk"`
+}
+
+// Settings are the run's effective timing settings.
+type Settings struct {
+	DurationMs  int64 `json:"duration_ms"`
+	WarmupMs    int64 `json:"warmup_ms"`
+	Repeats     int   `json:"repeats"`
+	SegmentSize int64 `json:"segment_size"`
+	Queues      int   `json:"queues"`
+}
+
+// Ceilings are the raw-disk limits measured at the start of the run.
+type Ceilings struct {
+	// SeqWriteMBPerSec is the median sequential bandwidth through mmap
+	// with 1 MiB writes (the store's write path), fdatasync included, in
+	// 10^6 bytes/s.
+	SeqWriteMBPerSec float64 `json:"seq_write_mb_per_sec"`
+	// SerialFdatasyncPerSec is the median rate of pwrite(record) +
+	// fdatasync from one goroutine.
+	SerialFdatasyncPerSec float64 `json:"serial_fdatasync_per_sec"`
+	// GroupCommitPerSec is the median group-commit ceiling in records/s,
+	// keyed by producer count (decimal string), for the stored record size
+	// of the smallest body in the matrix.
+	GroupCommitPerSec map[string]float64 `json:"group_commit_per_sec"`
+	// Detail has every probe with min–max, write sizes and record sizes.
+	Detail *ceiling.Result `json:"detail,omitempty"`
+}
+
+// Cell is one matrix cell over its repeats.
+type Cell struct {
+	Workload    string `json:"workload"`
+	Flush       string `json:"flush"`
+	Replication string `json:"replication"`
+	Index       string `json:"index"`
+	Mode        string `json:"mode"`
+	BodyBytes   int    `json:"body_bytes"`
+	Producers   int    `json:"producers"`
+	// Status is "ok", "skipped" (not available here; Note says why) or
+	// "error" (Note has the error).
+	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
+	// Impl says what ran per axis: "flush=emulated repl=none index=plugin".
+	Impl        string `json:"impl,omitempty"`
+	RecordBytes int    `json:"record_bytes"`
+	// MsgsPerSec is the median over runs of acknowledged messages per
+	// second; Min and Max the range.
+	MsgsPerSec    float64 `json:"msgs_per_sec"`
+	MsgsPerSecMin float64 `json:"msgs_per_sec_min"`
+	MsgsPerSecMax float64 `json:"msgs_per_sec_max"`
+	// MBPerSec is MsgsPerSec × body bytes / 10^6 (payload).
+	MBPerSec float64 `json:"mb_per_sec"`
+	// Ack latency percentiles over all runs' acks, microseconds.
+	P50us  float64 `json:"p50_us"`
+	P99us  float64 `json:"p99_us"`
+	P999us float64 `json:"p999_us"`
+	// CPUSecPerMillion is the median process CPU (user+system) seconds per
+	// million acknowledged messages.
+	CPUSecPerMillion float64 `json:"cpu_sec_per_million"`
+	// FsyncsPerSec is the median rate of flushes that made new bytes
+	// durable.
+	FsyncsPerSec float64 `json:"fsyncs_per_sec"`
+	// Statuses counts producer statuses over all runs.
+	Statuses map[string]int64 `json:"statuses"`
+	// Replication lag, master committed minus acknowledged: the maximum
+	// seen and the median of the runs' means, bytes.
+	ReplLagMaxBytes  int64   `json:"repl_lag_max_bytes"`
+	ReplLagMeanBytes float64 `json:"repl_lag_mean_bytes"`
+	// Consumer side of produce-consume: median received msgs/s and the
+	// end-to-end p99 (append to read), microseconds.
+	ConsumeMsgsPerSec float64 `json:"consume_msgs_per_sec,omitempty"`
+	EndToEndP99us     float64 `json:"e2e_p99_us,omitempty"`
+	// CeilingRatio is MsgsPerSec divided by the matching ceiling: the
+	// group-commit ceiling at the same producer count when acks wait for a
+	// flush, else stored bytes/s over SeqWriteMBPerSec. Ceiling names it
+	// and CeilingValue gives it in the same unit as the numerator.
+	CeilingRatio float64 `json:"ceiling_ratio"`
+	Ceiling      string  `json:"ceiling,omitempty"`
+	CeilingValue float64 `json:"ceiling_value,omitempty"`
+	// Runs are the individual runs.
+	Runs []Run `json:"runs,omitempty"`
+	// CDF is the ack latency distribution over all runs (microseconds,
+	// fraction), thinned to at most 64 points.
+	CDF []CDFPoint `json:"cdf,omitempty"`
+}
+
+// Key identifies the cell like matrix.Cell.Key.
+func (c *Cell) Key() string {
+	return fmt.Sprintf("%s/%s/%s/%s/%s/%dB/p%d", c.Workload, c.Flush, c.Replication, c.Index, c.Mode, c.BodyBytes, c.Producers)
+}
+
+// Run is one run of a cell or peer.
+type Run struct {
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	P99us      float64 `json:"p99_us"`
+}
+
+// CDFPoint is one point of a latency distribution.
+type CDFPoint struct {
+	Us       float64 `json:"us"`
+	Fraction float64 `json:"fraction"`
+}
+
+// Peer is one peer configuration over its repeats.
+type Peer struct {
+	Name      string `json:"name"`   // "nats-jetstream" or "redis"
+	Config    string `json:"config"` // "r1-default", "always-wait", ...
+	Producers int    `json:"producers"`
+	BodyBytes int    `json:"body_bytes"`
+	Status    string `json:"status"` // "ok", "skipped", "error"
+	Note      string `json:"note,omitempty"`
+
+	MsgsPerSec    float64    `json:"msgs_per_sec"`
+	MsgsPerSecMin float64    `json:"msgs_per_sec_min"`
+	MsgsPerSecMax float64    `json:"msgs_per_sec_max"`
+	P50us         float64    `json:"p50_us"`
+	P99us         float64    `json:"p99_us"`
+	P999us        float64    `json:"p999_us"`
+	Errors        int64      `json:"errors"`
+	Runs          []Run      `json:"runs,omitempty"`
+	CDF           []CDFPoint `json:"cdf,omitempty"`
+}
+
+// Recovery is one (profile, size, crash) recovery measurement over its
+// repeats.
+type Recovery struct {
+	// Profile is the appender's flush strategy: "sync-flush" or
+	// "async-flush".
+	Profile string `json:"profile"`
+	// TargetBytes is the configured size; StoreBytes the median commitlog
+	// size at the crash.
+	TargetBytes int64  `json:"target_bytes"`
+	StoreBytes  int64  `json:"store_bytes"`
+	Crash       string `json:"crash"` // "kill9" or "powercut"
+	Status      string `json:"status"`
+	Note        string `json:"note,omitempty"`
+	// ReadyMs (core.Open) and DispatchedMs (until every recovered record
+	// is dispatched), medians with ranges.
+	ReadyMs         float64 `json:"ready_ms"`
+	ReadyMsMin      float64 `json:"ready_ms_min"`
+	ReadyMsMax      float64 `json:"ready_ms_max"`
+	DispatchedMs    float64 `json:"dispatched_ms"`
+	DispatchedMsMin float64 `json:"dispatched_ms_min"`
+	DispatchedMsMax float64 `json:"dispatched_ms_max"`
+	// AckedLost is the largest number of acknowledged messages lost in any
+	// repeat; Acked the median number acknowledged before the crash.
+	AckedLost     int64   `json:"acked_lost"`
+	AckedLostRuns []int64 `json:"acked_lost_runs"`
+	Acked         int64   `json:"acked"`
+	// TruncatedBytes is the median torn tail cut by recovery.
+	TruncatedBytes int64 `json:"truncated_bytes"`
+	Repeats        int   `json:"repeats"`
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Results) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ReadJSON reads results.json, refusing other schema versions.
+func ReadJSON(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode results %s: %w", path, err)
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("results %s: schema_version %d, this keel reads %d", path, r.SchemaVersion, SchemaVersion)
+	}
+	return &r, nil
+}
