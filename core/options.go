@@ -46,6 +46,12 @@ type Options struct {
 	// background goroutine that flushes everything committed every
 	// FlushInterval. Leave 0 when a flush strategy drives Flush.
 	FlushInterval time.Duration
+	// WriteBuffer > 0 sends appends into an in-memory ring of that many
+	// bytes; Commit moves them into the segments (RocketMQ's transient
+	// store pool). Readers, dispatch, replication and Flush see only
+	// committed bytes, and bytes still in the ring are lost in a process
+	// crash. It must hold at least two maximum-size messages.
+	WriteBuffer int
 	// VisibleAfterFlush limits dispatch (and so consumer visibility) to
 	// flushed data, as RocketMQ does under SYNC_FLUSH.
 	VisibleAfterFlush bool
@@ -63,6 +69,11 @@ type Options struct {
 
 	// Retention configures segment deletion; see RetentionOptions.
 	Retention RetentionOptions
+
+	// OnFlush, if set, is called after every successful Flush that synced
+	// something, with its duration and the bytes it made durable (metrics).
+	// It runs on the flushing goroutine and must be quick.
+	OnFlush func(d time.Duration, bytes int64)
 
 	// Now returns the store clock in Unix milliseconds; nil means the
 	// system clock. Tests use it.
@@ -222,6 +233,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if int64(r.MaxMessageSize)+4096 > r.SegmentSize {
 		return r, fmt.Errorf("core: max message size %d does not fit a segment of %d bytes", r.MaxMessageSize, r.SegmentSize)
+	}
+	if r.WriteBuffer > 0 && r.WriteBuffer < 2*(r.MaxMessageSize+4096) {
+		return r, fmt.Errorf("core: write buffer of %d bytes is smaller than two maximum-size messages (%d)", r.WriteBuffer, 2*(r.MaxMessageSize+4096))
 	}
 	if !(ro.DiskMaxUsedRatio <= ro.CleanForciblyRatio && ro.CleanForciblyRatio <= ro.WarningRatio && ro.WarningRatio <= 1) {
 		return r, fmt.Errorf("core: retention ratios must satisfy max_used (%v) <= clean_forcibly (%v) <= warning (%v) <= 1",

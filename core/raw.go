@@ -24,6 +24,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	s.commitAllLocked()
 	empty := len(*s.segs.Load()) == 0
 	if !empty && off != s.wrotePos {
 		return fmt.Errorf("append replicated bytes at %d: local log ends at %d: %w", off, s.wrotePos, ErrOffset)
@@ -85,6 +86,9 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		s.lastTs.Store(r.ts)
 	}
 	s.committed.Store(s.wrotePos)
+	if s.wb != nil {
+		s.wb.wrote.Store(s.wrotePos)
+	}
 	s.committedN.notify()
 	return nil
 }
@@ -98,6 +102,7 @@ func (s *Store) Truncate(off int64) error {
 	defer s.dispatchMu.Unlock()
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
+	s.commitAllLocked()
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	if off == s.wrotePos {
@@ -146,6 +151,9 @@ func (s *Store) Truncate(off int64) error {
 	}
 	s.wrotePos = off
 	s.committed.Store(off)
+	if s.wb != nil {
+		s.wb.wrote.Store(off)
+	}
 	if s.flushed.Load() > off {
 		s.flushed.Store(off)
 	}

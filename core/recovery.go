@@ -183,6 +183,9 @@ func (s *Store) setPositions(minOff, end, dispatched int64) {
 	s.minOffset.Store(minOff)
 	s.wrotePos = end
 	s.committed.Store(end)
+	if s.wb != nil {
+		s.wb.wrote.Store(end)
+	}
 	s.flushed.Store(end)
 	s.dispatched.Store(dispatched)
 }

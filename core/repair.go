@@ -22,14 +22,14 @@ type RepairPlan struct {
 // segment is zeroed, later segments are removed, consume queues and the
 // checkpoint follow. It is the operator's answer to a *CorruptError from
 // Open; everything after the damage is lost, so run it with dryRun first.
-// Only o.Dir, o.FS and o.CQEntriesPerFile are used.
+// Only o.Dir, o.FS and o.CQEntriesPerFile are used; a zero CQEntriesPerFile is read off the existing queue files.
 func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 	dir, fsys, perFile := o.Dir, o.FS, o.CQEntriesPerFile
 	if fsys == nil {
 		fsys = vfs.OS
 	}
 	if perFile == 0 {
-		perFile = DefaultCQEntriesPerFile
+		perFile = inferCQEntriesPerFile(fsys, filepath.Join(dir, ConsumeQueueDir))
 	}
 	rep, err := Inspect(dir, InspectOptions{FS: fsys, CheckCRC: true})
 	if err != nil {
@@ -105,4 +105,22 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// inferCQEntriesPerFile reads the size of any consume queue file (they are
+// all the same size); DefaultCQEntriesPerFile if there is none.
+func inferCQEntriesPerFile(fsys vfs.FS, root string) int {
+	topics, _ := fsys.ReadDir(root)
+	for _, t := range topics {
+		qids, _ := fsys.ReadDir(filepath.Join(root, t))
+		for _, q := range qids {
+			files, _ := fsys.ReadDir(filepath.Join(root, t, q))
+			for _, f := range files {
+				if fi, err := fsys.Stat(filepath.Join(root, t, q, f)); err == nil && fi.Size() >= cq.EntrySize {
+					return int(fi.Size() / cq.EntrySize)
+				}
+			}
+		}
+	}
+	return DefaultCQEntriesPerFile
 }

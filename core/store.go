@@ -82,6 +82,7 @@ type Store struct {
 	segs         atomic.Pointer[[]*segment]
 
 	pre preallocator
+	wb  *writeBuffer // nil unless Options.WriteBuffer > 0
 
 	committed  atomic.Int64
 	flushed    atomic.Int64
@@ -161,6 +162,9 @@ func Open(o Options) (*Store, error) {
 		stop:         make(chan struct{}),
 	}
 	s.pre.s = s
+	if opts.WriteBuffer > 0 {
+		s.wb = &writeBuffer{ring: make([]byte, opts.WriteBuffer)}
+	}
 	empty := []*segment{}
 	s.segs.Store(&empty)
 	for _, d := range []string{s.dir, s.cl, filepath.Join(s.dir, ConsumeQueueDir), filepath.Join(s.dir, ConfigDir)} {
@@ -214,8 +218,15 @@ func (s *Store) Positions() Positions {
 		Confirm:    s.confirmOffset(),
 		Flushed:    s.flushed.Load(),
 		Committed:  s.committed.Load(),
-		Wrote:      s.committed.Load(),
+		Wrote:      s.wroteOffset(),
 	}
+}
+
+func (s *Store) wroteOffset() int64 {
+	if s.wb != nil {
+		return s.wb.wrote.Load()
+	}
+	return s.committed.Load()
 }
 
 // Writable reports why appends would fail right now, or nil.
@@ -339,10 +350,15 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 		r.StoreTimestamp = now
 		record.Stamp(rec, qo, r.PhysOffset, now)
 	}
-	rel := pos - s.active.start
-	copy(s.active.data[rel:], buf)
 	s.wrotePos = pos + int64(len(buf))
 	s.lastTs.Store(now)
+	if s.wb != nil {
+		s.wbPutLocked(pos, buf, 0)
+		s.wb.wrote.Store(s.wrotePos)
+		s.appendMu.Unlock()
+		return dst, nil
+	}
+	copy(s.active.data[pos-s.active.start:], buf)
 	s.committed.Store(s.wrotePos)
 	s.appendMu.Unlock()
 	s.committedN.notify()
@@ -380,9 +396,19 @@ func (s *Store) ensureRoomLocked(n int64) error {
 	}
 	if s.active != nil {
 		if rel := s.wrotePos - s.active.start; rel < s.opts.SegmentSize {
-			record.PutBlank(s.active.data[rel:], int32(s.opts.SegmentSize-rel))
+			pad := s.opts.SegmentSize - rel
+			if s.wb != nil {
+				var hdr [record.BlankSize]byte
+				record.PutBlank(hdr[:], int32(pad))
+				s.wbPutLocked(s.wrotePos, hdr[:], int(pad)-record.BlankSize)
+			} else {
+				record.PutBlank(s.active.data[rel:], int32(pad))
+			}
 		}
 		s.wrotePos = next.start
+		if s.wb != nil {
+			s.wb.wrote.Store(s.wrotePos)
+		}
 	}
 	if s.wrotePos < next.start {
 		s.wrotePos = next.start
@@ -495,6 +521,7 @@ func (s *Store) Flush() (int64, error) {
 		return from, nil
 	}
 	ts := s.lastTs.Load()
+	t0 := time.Now()
 	for seg := s.segmentFor(from); seg != nil && seg.start < target; seg = s.segmentFor(seg.start + s.opts.SegmentSize) {
 		if err := seg.sync(); err != nil {
 			s.readOnly.Store(true)
@@ -505,6 +532,9 @@ func (s *Store) Flush() (int64, error) {
 	s.flushed.Store(target)
 	s.flushedTs.Store(ts)
 	s.flushedN.notify()
+	if s.opts.OnFlush != nil {
+		s.opts.OnFlush(time.Since(t0), target-from)
+	}
 	if s.opts.VisibleAfterFlush {
 		s.confirmN.notify()
 	}
@@ -646,8 +676,10 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	close(s.stop)
+	s.dispatchedN.notify()
 	s.wg.Wait()
 	var errs []error
+	s.Commit()
 	if !s.readOnly.Load() {
 		if _, err := s.Flush(); err != nil {
 			errs = append(errs, err)
@@ -744,14 +776,41 @@ func (s *Store) abandon() {
 	s.closeFiles()
 }
 
-// Commit moves write-buffered bytes into the segment files and returns the
-// committed offset. This store writes appends straight into the mapped
-// segments, so every append is committed when it returns and Commit only
-// reports the offset; strategies written for write-buffered stores call it
-// anyway.
+// Commit moves write-buffered bytes (Options.WriteBuffer) into the segment
+// files, makes them visible to readers, dispatch and replication, and
+// returns the committed offset. Without a write buffer every append is
+// committed when it returns and Commit only reports the offset.
 func (s *Store) Commit() (int64, error) {
-	if s.closed.Load() {
-		return s.committed.Load(), ErrClosed
+	if s.wb == nil {
+		return s.committed.Load(), nil
 	}
-	return s.committed.Load(), nil
+	s.wb.mu.Lock()
+	defer s.wb.mu.Unlock()
+	return s.commitWBLocked(), nil
+}
+
+// DispatchSignal returns a channel closed at the next dispatch progress
+// (or at Close). Long polling uses it to wake on new data without a
+// goroutine per waiter; a wake-up may be spurious.
+func (s *Store) DispatchSignal() <-chan struct{} {
+	if s.closed.Load() {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return s.dispatchedN.wait()
+}
+
+// LastStoreTimestamp is the store timestamp of the last committed record
+// (Unix ms), 0 if none.
+func (s *Store) LastStoreTimestamp() int64 { return s.lastTs.Load() }
+
+// DiskUsedRatio is the used fraction of the filesystem holding the store,
+// or 0 if unknown.
+func (s *Store) DiskUsedRatio() float64 {
+	du, err := s.fs.DiskUsage(s.dir)
+	if err != nil {
+		return 0
+	}
+	return du.UsedRatio()
 }
