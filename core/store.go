@@ -104,8 +104,8 @@ type Store struct {
 
 	diskFull      atomic.Bool
 	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
-	readOnly atomic.Bool
-	closed   atomic.Bool
+	readOnly      atomic.Bool
+	closed        atomic.Bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup

@@ -89,4 +89,3 @@ func (s *Store) commitAllLocked() {
 	s.commitWBLocked()
 	s.wb.mu.Unlock()
 }
-
