@@ -44,6 +44,11 @@ func New(store *core.Store, log *slog.Logger) *Host {
 	return &Host{store: store, log: log, notify: make(chan struct{})}
 }
 
+// SetStore attaches the store when it was opened after New (the store's
+// options may name this Host as their ConfirmSource). It must be called
+// before any plugin starts.
+func (h *Host) SetStore(s *core.Store) { h.store = s }
+
 // Store is the underlying store.
 func (h *Host) Store() *core.Store { return h.store }
 
