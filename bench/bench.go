@@ -197,6 +197,10 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 	pr.done()
 	res.Notes = append(res.Notes, notes(res)...)
 	res.FinishedAt = time.Now()
+	res.Machine.LoadAvgEnd = loadAvg()
+	if l := max(res.Machine.LoadAvgStart, res.Machine.LoadAvgEnd); l > float64(res.Machine.CPUs) {
+		res.Notes = append(res.Notes, fmt.Sprintf("The machine was busy with other work (load average %.1f on %d CPUs): numbers are depressed and noisy.", l, res.Machine.CPUs))
+	}
 	if err := res.WriteAll(o.Out); err != nil {
 		return res, err
 	}

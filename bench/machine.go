@@ -34,7 +34,22 @@ func machineInfo(dir string) report.Machine {
 		m.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	m.Disk = diskInfo(dir)
+	m.LoadAvgStart = loadAvg()
 	return m
+}
+
+// loadAvg is the 1-minute load average (0 if unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	fs := strings.Fields(string(b))
+	if len(fs) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(fs[0], 64)
+	return v
 }
 
 func diskInfo(dir string) string {

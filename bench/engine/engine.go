@@ -276,6 +276,11 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	sh := storehost.New(store, logger)
 	proxy.h.Store(sh)
 	host := &countingHost{Host: sh}
+	if ix != nil {
+		if err := ix.Start(ctx, sh); err != nil {
+			return nil, fmt.Errorf("start index %q: %w", c.Index, err)
+		}
+	}
 	if err := runner.Start(ctx, host); err != nil {
 		return nil, fmt.Errorf("start flush %q: %w", c.Flush, err)
 	}

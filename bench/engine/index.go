@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -9,14 +10,35 @@ import (
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
+	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/storehost"
 )
 
 // Indexer is the index side of a cell: a dispatch listener the store feeds
-// (see core.DispatchListener) and a Close called after the store closed.
+// (see core.DispatchListener), started once the store is open (Start, with
+// the cell's host) and closed after the store closed (Close).
 type Indexer interface {
 	core.DispatchListener
+	Start(ctx context.Context, host sdk.Host) error
 	Close() error
 }
+
+// PluginIndexer adapts an sdk.Indexer that has been configured (a
+// builtin, or a go-plugin client of an external one) to Indexer: dispatch
+// goes through storehost.Listener, Start and Close are the plugin's Start
+// and Stop.
+func PluginIndexer(ix sdk.Indexer) Indexer {
+	return &pluginIndexer{Listener: storehost.Listener{Indexer: ix}, ix: ix}
+}
+
+type pluginIndexer struct {
+	storehost.Listener
+	ix sdk.Indexer
+}
+
+func (p *pluginIndexer) Start(ctx context.Context, host sdk.Host) error { return p.ix.Start(ctx, host) }
+
+func (p *pluginIndexer) Close() error { return p.ix.Stop(context.Background()) }
 
 // IndexFactory makes a fresh Indexer keeping its files in dir (which
 // exists) for one run.
@@ -116,6 +138,9 @@ func (h *HashIndex) add(topic, key string, r core.DispatchRecord) {
 	h.slots[slot] = h.n
 	h.buf = append(h.buf, e[:]...)
 }
+
+// Start implements Indexer; the emulation needs nothing from the host.
+func (h *HashIndex) Start(ctx context.Context, host sdk.Host) error { return nil }
 
 // Sync implements core.DispatchListener.
 func (h *HashIndex) Sync() error {

@@ -212,7 +212,8 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 	p("\n\n")
 	p("Run %s → %s (%s). Config `%s`, schema_version %d.\n\n", r.StartedAt.Format("2006-01-02 15:04:05 MST"), r.FinishedAt.Format("15:04:05"),
 		r.FinishedAt.Sub(r.StartedAt).Round(1e9), r.ConfigFile, r.SchemaVersion)
-	p("Machine: %s/%s, %d CPUs, %s memory, kernel %s, %s; disk: %s.\n\n", m.OS, m.Arch, m.CPUs, sizeStr(m.MemTotalBytes), m.Kernel, m.GoVersion, m.Disk)
+	p("Machine: %s/%s, %d CPUs, %s memory, kernel %s, %s; disk: %s. Load average (1 min) %.2f at the start, %.2f at the end.\n\n",
+		m.OS, m.Arch, m.CPUs, sizeStr(m.MemTotalBytes), m.Kernel, m.GoVersion, m.Disk, m.LoadAvgStart, m.LoadAvgEnd)
 	s := r.Settings
 	p("Each cell: %d runs of %d ms after %d ms warmup; medians with [min–max]; latency percentiles over all runs' acks. Segments of %s, %d queues.\n\n",
 		s.Repeats, s.DurationMs, s.WarmupMs, sizeStr(s.SegmentSize), s.Queues)

@@ -49,6 +49,10 @@ type Machine struct {
 	// Disk is the filesystem of the scratch directory: device, type and
 	// size (from /proc/mounts and statfs).
 	Disk string `json:"disk"`
+	// LoadAvgStart and LoadAvgEnd are the 1-minute load averages when the
+	// run started and ended: other work on the machine skews every number.
+	LoadAvgStart float64 `json:"load_avg_start"`
+	LoadAvgEnd   float64 `json:"load_avg_end"`
 }
 
 // Settings are the run's effective timing settings.
