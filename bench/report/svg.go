@@ -228,7 +228,7 @@ func (r *Results) LatencySVG(w io.Writer) error {
 		s.line(x, top, x, top+plotH, "#ddd", 1)
 		s.text(x, top+plotH+14, "middle", "#333", usLabel(t))
 	}
-	for _, f := range []float64{0, 0.25, 0.5, 0.75, 0.9, 0.99, 1} {
+	for _, f := range []float64{0, 0.25, 0.5, 0.75, 0.9, 1} {
 		y := yAt(f)
 		s.line(left, y, left+plotW, y, "#eee", 1)
 		s.text(left-4, y+4, "end", "#333", fmt.Sprintf("%g", f))
