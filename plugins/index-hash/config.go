@@ -60,8 +60,9 @@ type Config struct {
 	// the unused entry 0, so a file holds EntriesPerFile-1 keys; at least 2.
 	// Existing files keep the size they were made with.
 	EntriesPerFile int `toml:"entries_per_file"`
-	// MaxQuery caps the number of offsets one Query returns (sdk.Query.Max
-	// larger than it, or <= 0, means MaxQuery); 1 to MaxQueryLimit.
+	// MaxQuery caps the number of offsets one Query returns (a larger
+	// sdk.Query.Max is lowered to it), as RocketMQ's maxMsgsNumBatch caps
+	// a query; 1 to MaxQueryLimit.
 	MaxQuery int `toml:"max_query"`
 	// ReadCache is the size in bytes of the read cache for records fetched
 	// by offset (QueryMessages, ByID, ReadRecord); 0 turns it off. A TOML

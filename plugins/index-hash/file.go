@@ -303,9 +303,10 @@ func (x *indexFile) firstAtOrAbove(phy int64) int32 {
 
 // headerAt returns the header the file had when its count was k (k >= 2),
 // for entries that stay: the begin fields are unchanged, the end fields
-// come from entry k-1 (the end timestamp rounded down to its second, which
-// queries cannot tell apart). usedSlots is not known without the slot
-// table and is left as it is.
+// come from entry k-1. The exact end timestamp is lost (entries keep
+// seconds): it is set to the last millisecond of entry k-1's second, an
+// upper bound. Queries never read endTimestamp, so they cannot tell.
+// usedSlots is not known without the slot table and is left as it is.
 func (x *indexFile) headerAt(k int32) header {
 	h := x.h
 	h.count = k
@@ -314,7 +315,7 @@ func (x *indexFile) headerAt(k int32) header {
 	}
 	last := x.entry(k - 1)
 	h.endPhy = last.phy
-	h.endTs = x.entryTime(last)
+	h.endTs = x.entryTime(last) + 999
 	return h
 }
 
@@ -376,15 +377,19 @@ func (x *indexFile) rebuildSlots(count int32) {
 
 // lookup walks the chain of hash newest first (RocketMQ
 // IndexFile.selectPhyOffset), appending to dst the phyOffset of every entry
-// with that hash whose time is in [begin, end], until dst holds max. It
-// stops at an entry older than begin: entries of one chain are in time
-// order.
+// with that hash whose second may hold a time in [begin, end], until dst
+// holds max. An entry's store time is only known to the second: it lies in
+// [t, t+999] with t = entryTime. Unlike RocketMQ, which compares t alone
+// and so misses records stored in the same second as begin but after t,
+// an entry matches when that interval meets [begin, end]; the caller
+// filters by the exact time. The walk stops at the first entry entirely
+// older than begin: entries of one chain are in time order.
 func (x *indexFile) lookup(dst []int64, hash int32, begin, end int64, max int) []int64 {
 	i := x.slot(hash)
 	for i > 0 && i < x.h.count && len(dst) < max {
 		e := x.entry(i)
 		t := x.entryTime(e)
-		if t < begin {
+		if t+999 < begin {
 			break
 		}
 		if e.hash == hash && t <= end {
@@ -398,9 +403,3 @@ func (x *indexFile) lookup(dst []int64, hash int32, begin, end int64, max int) [
 	return dst
 }
 
-// timeMatched is RocketMQ's IndexFile.isTimeMatched: the file's time span
-// overlaps [begin, end].
-func (x *indexFile) timeMatched(begin, end int64) bool {
-	b, e := x.h.beginTs, x.h.endTs
-	return (begin < b && end > e) || (begin >= b && begin <= e) || (end >= b && end <= e)
-}

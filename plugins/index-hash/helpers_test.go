@@ -9,12 +9,18 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"testing"
 
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
 	"github.com/keelmq/keel/sdk"
 )
+
+// tb is what the helpers need of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -33,7 +39,7 @@ func newTestLog() *testLog {
 
 // add appends a record with the given keys; the store timestamp advances
 // by step ms.
-func (l *testLog) add(t testing.TB, topic, keys, uniq string, sysFlag int32, step int64) sdk.Record {
+func (l *testLog) add(t tb, topic, keys, uniq string, sysFlag int32, step int64) sdk.Record {
 	t.Helper()
 	props := map[string]string{}
 	if keys != "" {
@@ -109,7 +115,7 @@ func tinyConfig(slots, entries int) Config {
 	return c
 }
 
-func openIdx(t testing.TB, fsys vfs.FS, dir string, c Config) *Index {
+func openIdx(t tb, fsys vfs.FS, dir string, c Config) *Index {
 	t.Helper()
 	x, err := Open(dir, c, WithFS(fsys), WithLogger(quiet))
 	if err != nil {
@@ -118,14 +124,14 @@ func openIdx(t testing.TB, fsys vfs.FS, dir string, c Config) *Index {
 	return x
 }
 
-func mustIndex(t testing.TB, x *Index, recs ...sdk.Record) {
+func mustIndex(t tb, x *Index, recs ...sdk.Record) {
 	t.Helper()
 	if err := x.Index(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func mustQuery(t testing.TB, x *Index, q sdk.Query) []int64 {
+func mustQuery(t tb, x *Index, q sdk.Query) []int64 {
 	t.Helper()
 	offs, err := x.Query(context.Background(), q)
 	if err != nil {
@@ -135,7 +141,7 @@ func mustQuery(t testing.TB, x *Index, q sdk.Query) []int64 {
 }
 
 // rebuild indexes recs from scratch into a fresh index on its own FS.
-func rebuild(t testing.TB, c Config, recs []sdk.Record) *Index {
+func rebuild(t tb, c Config, recs []sdk.Record) *Index {
 	t.Helper()
 	x := openIdx(t, vfs.NewCrashFS(1), "/scratch", c)
 	for i := 0; i < len(recs); i += 100 {
@@ -186,7 +192,7 @@ func queriesFor(recs []sdk.Record, rng *rand.Rand) []sdk.Query {
 
 // sameIndex fails unless got answers every query exactly as want does and
 // their files hold the same entries.
-func sameIndex(t testing.TB, got, want *Index, qs []sdk.Query) {
+func sameIndex(t tb, got, want *Index, qs []sdk.Query) {
 	t.Helper()
 	gf, wf := got.Files(), want.Files()
 	strip := func(fs []FileInfo) []FileInfo {

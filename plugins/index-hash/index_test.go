@@ -80,20 +80,20 @@ func TestInsertQuery(t *testing.T) {
 				mustIndex(t, x, l.add(t, "U", "a", "", 0, 0)) // same key, other topic
 			}
 			slices.Reverse(a)
-			got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "a"})
+			got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "a", Max: 64})
 			if !slices.Equal(got, a) {
 				t.Fatalf("T#a = %v, want %v", got, a)
 			}
 			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "a", Max: 5}); !slices.Equal(got, a[:5]) {
 				t.Fatalf("Max 5 = %v", got)
 			}
-			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "u4"}); !slices.Equal(got, []int64{b[2]}) {
+			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "u4", Max: 64}); !slices.Equal(got, []int64{b[2]}) {
 				t.Fatalf("T#u4 = %v, want %v", got, b[2])
 			}
-			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "zz"}); len(got) != 0 && slots > 3 {
+			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "zz", Max: 64}); len(got) != 0 && slots > 3 {
 				t.Fatalf("missing key = %v", got)
 			}
-			if got := mustQuery(t, x, sdk.Query{Topic: "", Key: "a"}); got != nil {
+			if got := mustQuery(t, x, sdk.Query{Topic: "", Key: "a", Max: 64}); got != nil {
 				t.Fatal("empty topic matched")
 			}
 			// Time range: records of T#a are at ts0+1000*k (k counting all T
@@ -109,11 +109,11 @@ func TestInsertQuery(t *testing.T) {
 					want = append([]int64{r.PhysOffset}, want...)
 				}
 			}
-			got = mustQuery(t, x, sdk.Query{Topic: "T", Key: "a", Begin: begin, End: end})
+			got = mustQuery(t, x, sdk.Query{Topic: "T", Key: "a", Begin: begin, End: end, Max: 64})
 			if !slices.Equal(got, want) {
 				t.Fatalf("range [%d,%d] = %v, want %v", begin, end, got, want)
 			}
-			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "a", Begin: end, End: begin}); got != nil {
+			if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "a", Begin: end, End: begin, Max: 64}); got != nil {
 				t.Fatal("inverted range matched")
 			}
 		})
@@ -141,21 +141,40 @@ func fmtInt(i int) string {
 }
 
 // TestTimeGranularity: an entry's time is its file's begin timestamp plus
-// whole seconds, as RocketMQ stores it.
+// whole seconds, as RocketMQ stores it; a query returns every entry whose
+// second meets the range (never missing one), and QueryMessages keeps the
+// exact ones.
 func TestTimeGranularity(t *testing.T) {
 	x := openIdx(t, vfs.NewCrashFS(1), "/i", tinyConfig(10, 100))
 	defer x.Stop(ctx)
 	l := newTestLog()
+	h := &fakeHost{log: l}
 	r0 := l.add(t, "T", "k", "", 0, 0)    // begin of the file
 	r1 := l.add(t, "T", "k", "", 0, 1500) // stored as begin + 1 s
 	mustIndex(t, x, r0, r1)
-	got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Begin: r0.StoreTimestamp + 1000, End: r0.StoreTimestamp + 1000})
-	if !slices.Equal(got, []int64{r1.PhysOffset}) {
-		t.Fatalf("got %v", got)
-	}
-	// The exact store time of r1 is after its rounded time: not found.
-	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Begin: r1.StoreTimestamp}); len(got) != 0 {
-		t.Fatalf("got %v", got)
+	b := r0.StoreTimestamp
+	for _, tc := range []struct {
+		begin, end int64
+		raw, exact []int64
+	}{
+		{b + 1000, b + 1000, []int64{r1.PhysOffset}, nil},
+		{r1.StoreTimestamp, 0, []int64{r1.PhysOffset}, []int64{r1.PhysOffset}}, // RocketMQ would miss it
+		{b + 1501, 0, []int64{r1.PhysOffset}, nil},
+		{b + 2000, 0, nil, nil},
+		{0, b + 999, []int64{r0.PhysOffset}, []int64{r0.PhysOffset}},
+		{b + 999, b + 1000, []int64{r1.PhysOffset, r0.PhysOffset}, nil},
+	} {
+		q := sdk.Query{Topic: "T", Key: "k", Begin: tc.begin, End: tc.end, Max: 64}
+		if got := mustQuery(t, x, q); !slices.Equal(got, tc.raw) {
+			t.Errorf("[%d,%d]: %v, want %v", tc.begin-b, tc.end-b, got, tc.raw)
+		}
+		ms, err := QueryMessages(ctx, h, x, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := offsetsOf(ms); !slices.Equal(got, tc.exact) {
+			t.Errorf("QueryMessages [%d,%d]: %v, want %v", tc.begin-b, tc.end-b, got, tc.exact)
+		}
 	}
 }
 
@@ -168,9 +187,9 @@ func TestMaxQueryCap(t *testing.T) {
 	for range 20 {
 		mustIndex(t, x, l.add(t, "T", "k", "", 0, 10))
 	}
-	for _, max := range []int{0, -1, 8, 1000} {
-		if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Max: max}); len(got) != 7 {
-			t.Fatalf("Max %d gave %d", max, len(got))
+	for max, want := range map[int]int{-1: 0, 0: 0, 1: 1, 7: 7, 8: 7, 1000: 7} {
+		if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Max: max}); len(got) != want {
+			t.Fatalf("Max %d gave %d, want %d", max, len(got), want)
 		}
 	}
 }
@@ -183,7 +202,7 @@ func TestRollbackSkipped(t *testing.T) {
 		l.add(t, "T", "k", "", record.SysFlagTransactionRollback, 0),
 		l.add(t, "T", "k", "", record.SysFlagTransactionPrepared, 0),
 		l.add(t, "T", "k", "", record.SysFlagTransactionCommit, 0))
-	got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k"})
+	got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Max: 64})
 	if !slices.Equal(got, []int64{l.recs[2].PhysOffset, l.recs[1].PhysOffset}) {
 		t.Fatalf("got %v", got)
 	}
@@ -215,7 +234,7 @@ func TestRollover(t *testing.T) {
 			t.Errorf("capacity %d", f.Capacity)
 		}
 	}
-	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k"}); !slices.Equal(got, want) {
+	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Max: 64}); !slices.Equal(got, want) {
 		t.Fatalf("across files: %v, want %v", got, want)
 	}
 	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Max: 4}); !slices.Equal(got, want[:4]) {
@@ -256,7 +275,7 @@ func TestReopen(t *testing.T) {
 	if err := x.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.Query(ctx, sdk.Query{Topic: "T0", Key: "k1"}); !errors.Is(err, sdk.ErrUnavailable) {
+	if _, err := x.Query(ctx, sdk.Query{Topic: "T0", Key: "k1", Max: 64}); !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("query after stop: %v", err)
 	}
 	if err := x.Index(ctx, []sdk.Record{l.add(t, "T", "k", "", 0, 0)}); !errors.Is(err, sdk.ErrUnavailable) {
@@ -428,7 +447,7 @@ func TestHashSlotsFixed(t *testing.T) {
 	for range 10 {
 		mustIndex(t, y, l.add(t, "T", "k", "", 0, 0))
 	}
-	if got := mustQuery(t, y, sdk.Query{Topic: "T", Key: "k"}); len(got) != 11 {
+	if got := mustQuery(t, y, sdk.Query{Topic: "T", Key: "k", Max: 64}); len(got) != 11 {
 		t.Fatalf("got %v", got)
 	}
 	if f := y.Files(); f[0].Capacity != 9 || f[1].Capacity != 2 {
@@ -507,7 +526,7 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("%s still there", f.Name)
 		}
 	}
-	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k"}); len(got) != 3 {
+	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k", Max: 64}); len(got) != 3 {
 		t.Fatalf("got %v", got)
 	}
 	// Deleted files stay deleted across a crash once synced, and the
@@ -656,7 +675,7 @@ func TestConcurrentQueries(t *testing.T) {
 			running = false
 		default:
 		}
-		got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k1"})
+		got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k1", Max: 64})
 		if !slices.IsSortedFunc(got, func(a, b int64) int { return int(b - a) }) {
 			t.Fatalf("not newest first: %v", got)
 		}
@@ -665,7 +684,7 @@ func TestConcurrentQueries(t *testing.T) {
 	if indexErr != nil || syncErr != nil {
 		t.Fatal(indexErr, syncErr)
 	}
-	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k0"}); len(got) != 64 {
+	if got := mustQuery(t, x, sdk.Query{Topic: "T", Key: "k0", Max: 64}); len(got) != 64 {
 		t.Fatalf("got %d", len(got))
 	}
 }

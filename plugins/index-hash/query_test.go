@@ -37,11 +37,11 @@ func TestQueryMessagesFilters(t *testing.T) {
 	aa2 := l.add(t, "T", "z Aa", "", 0, 1000)
 	mustIndex(t, x, l.recs...)
 
-	raw := mustQuery(t, x, sdk.Query{Topic: "T", Key: "Aa"})
+	raw := mustQuery(t, x, sdk.Query{Topic: "T", Key: "Aa", Max: 64})
 	if !slices.Contains(raw, bb.PhysOffset) {
 		t.Fatalf("the raw query should hold the collision: %v", raw)
 	}
-	ms, err := QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa"})
+	ms, err := QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa", Max: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +55,19 @@ func TestQueryMessagesFilters(t *testing.T) {
 		}
 	}
 	// Exact time bounds (the index has second granularity).
-	ms, _ = QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa", Begin: uniq.StoreTimestamp, End: dup.StoreTimestamp})
+	ms, _ = QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa", Begin: uniq.StoreTimestamp, End: dup.StoreTimestamp, Max: 64})
 	if got := offsetsOf(ms); !slices.Equal(got, []int64{dup.PhysOffset, uniq.PhysOffset}) {
 		t.Fatalf("time range: %v", got)
 	}
 	// Records below the log minimum are gone.
 	h.setMin(uniq.PhysOffset + 1)
-	ms, _ = QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa"})
+	ms, _ = QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa", Max: 64})
 	if got := offsetsOf(ms); !slices.Equal(got, []int64{aa2.PhysOffset, dup.PhysOffset}) {
 		t.Fatalf("after retention: %v", got)
 	}
 	// An index that errs.
 	x.Stop(ctx)
-	if _, err := QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa"}); !errors.Is(err, sdk.ErrUnavailable) {
+	if _, err := QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "Aa", Max: 64}); !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("stopped index: %v", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestReadCache(t *testing.T) {
 	if err != nil || !bytes.Equal(b3, l.data[off]) || bytes.Equal(b3, b1) {
 		t.Fatalf("stale record served after a cut back")
 	}
-	ms, _ := QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "other"})
+	ms, _ := QueryMessages(ctx, h, x, sdk.Query{Topic: "T", Key: "other", Max: 64})
 	if len(ms) != 1 || ms[0].Offset != off {
 		t.Fatalf("got %v", ms)
 	}
