@@ -402,4 +402,3 @@ func (x *indexFile) lookup(dst []int64, hash int32, begin, end int64, max int) [
 	}
 	return dst
 }
-
