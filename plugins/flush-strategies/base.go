@@ -1,0 +1,270 @@
+package flushstrategies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelmq/keel/sdk"
+)
+
+// slog levels as sdk.Host.Log takes them.
+const (
+	levelInfo  = 0
+	levelWarn  = 4
+	levelError = 8
+)
+
+// errorLogEvery bounds how often the same failure is logged again.
+const errorLogEvery = 10 * time.Second
+
+// base holds what every strategy shares: the lifecycle, the instrumented
+// Flush and Commit calls, error back-off and the metrics.
+type base struct {
+	name string
+
+	lifeMu  sync.Mutex
+	started bool
+	stopped bool
+	host    sdk.Host
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	flushes      atomic.Uint64
+	commits      atomic.Uint64
+	errCount     atomic.Uint64
+	flushedBytes atomic.Int64
+	flushedAt    atomic.Int64 // last flushed offset this strategy saw
+	committedAt  atomic.Int64 // last committed offset Commit returned
+	latency      *histogram
+	batch        *histogram
+
+	errMu      sync.Mutex
+	lastErr    string
+	lastErrAt  time.Time
+	lastLogged time.Time
+}
+
+func newBase(name string) base {
+	return base{name: name, latency: newHistogram(latencyBounds), batch: newHistogram(bytesBounds)}
+}
+
+// checkConfigurable fails when Configure comes after Start.
+func (b *base) checkConfigurable() error {
+	b.lifeMu.Lock()
+	defer b.lifeMu.Unlock()
+	if b.started {
+		return fmt.Errorf("configure %s flush strategy: already started", b.name)
+	}
+	return nil
+}
+
+// start records host and runs each loop in its own goroutine until stop.
+func (b *base) start(ctx context.Context, host sdk.Host, loops ...func(context.Context)) error {
+	if host == nil {
+		return fmt.Errorf("start %s flush strategy: nil host", b.name)
+	}
+	b.lifeMu.Lock()
+	defer b.lifeMu.Unlock()
+	if b.started {
+		return fmt.Errorf("start %s flush strategy: already started", b.name)
+	}
+	p, err := host.Positions(ctx)
+	if err != nil {
+		return fmt.Errorf("start %s flush strategy: read positions: %w", b.name, err)
+	}
+	b.flushedAt.Store(p.Flushed)
+	b.committedAt.Store(p.Committed)
+	b.host = host
+	b.started = true
+	// The loops outlive Start's ctx: they end when Stop cancels this one.
+	lctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	for _, loop := range loops {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			loop(lctx)
+		}()
+	}
+	return nil
+}
+
+// stop ends the loops, waits for them, then runs final (the last commit
+// and flush) with ctx. It is idempotent; stop without start does nothing.
+func (b *base) stop(ctx context.Context, final func(context.Context) error) error {
+	b.lifeMu.Lock()
+	defer b.lifeMu.Unlock()
+	if !b.started || b.stopped {
+		b.stopped = true
+		return nil
+	}
+	b.stopped = true
+	b.cancel()
+	b.wg.Wait()
+	if final == nil {
+		return nil
+	}
+	if err := final(ctx); err != nil {
+		return fmt.Errorf("stop %s flush strategy: final flush: %w", b.name, err)
+	}
+	return nil
+}
+
+// flush calls Host.Flush and records its latency and size.
+func (b *base) flush(ctx context.Context) (int64, error) {
+	t0 := time.Now()
+	f, err := b.host.Flush(ctx)
+	if err != nil {
+		b.fail(ctx, "flush", err)
+		return f, err
+	}
+	prev := b.flushedAt.Load()
+	if f > prev && b.flushedAt.CompareAndSwap(prev, f) {
+		b.flushes.Add(1)
+		b.latency.observe(time.Since(t0).Seconds())
+		b.batch.observe(float64(f - prev))
+		b.flushedBytes.Add(f - prev)
+	}
+	return f, nil
+}
+
+// commit calls Host.Commit and records it.
+func (b *base) commit(ctx context.Context) (int64, error) {
+	c, err := b.host.Commit(ctx)
+	if err != nil {
+		b.fail(ctx, "commit", err)
+		return c, err
+	}
+	if c > b.committedAt.Load() {
+		b.commits.Add(1)
+		b.committedAt.Store(c)
+	}
+	return c, nil
+}
+
+// fail counts err and logs it through the host, at most once per
+// errorLogEvery for a repeated error. Errors caused by ctx ending (Stop)
+// are neither counted nor logged.
+func (b *base) fail(ctx context.Context, what string, err error) {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	b.errCount.Add(1)
+	now := time.Now()
+	msg := err.Error()
+	b.errMu.Lock()
+	log := msg != b.lastErr || now.Sub(b.lastLogged) >= errorLogEvery
+	b.lastErr, b.lastErrAt = msg, now
+	if log {
+		b.lastLogged = now
+	}
+	host := b.host
+	b.errMu.Unlock()
+	if log && host != nil {
+		host.Log(ctx, levelError, what+" failed", map[string]string{"strategy": b.name, "err": msg})
+	}
+}
+
+// pause sleeps after a failure, doubling *backoff from 1 ms up to 1 s. It
+// returns false when ctx ended.
+func pause(ctx context.Context, backoff *time.Duration) bool {
+	switch {
+	case *backoff == 0:
+		*backoff = time.Millisecond
+	case *backoff < time.Second:
+		*backoff = min(2**backoff, time.Second)
+	}
+	return sleep(ctx, *backoff)
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// statusOf is the JSON object Status returns.
+type statusOf struct {
+	Strategy       string  `json:"strategy"`
+	Config         any     `json:"config"`
+	Policy         policyJ `json:"ack_policy"`
+	Running        bool    `json:"running"`
+	Flushes        uint64  `json:"flushes"`
+	Commits        uint64  `json:"commits"`
+	FlushedBytes   int64   `json:"flushed_bytes"`
+	FlushedOffset  int64   `json:"flushed_offset"`
+	P50FlushMicros float64 `json:"flush_latency_p50_us"`
+	P99FlushMicros float64 `json:"flush_latency_p99_us"`
+	Errors         uint64  `json:"errors"`
+	LastError      string  `json:"last_error,omitempty"`
+	LastErrorAt    string  `json:"last_error_at,omitempty"`
+	Extra          any     `json:"extra,omitempty"`
+}
+
+type policyJ struct {
+	WaitFlush         bool   `json:"wait_flush"`
+	Timeout           string `json:"timeout,omitempty"`
+	VisibleAfterFlush bool   `json:"visible_after_flush"`
+	WriteBuffer       bool   `json:"write_buffer"`
+}
+
+func (b *base) status(cfg any, p sdk.FlushPolicy, extra any) ([]byte, error) {
+	b.lifeMu.Lock()
+	running := b.started && !b.stopped
+	b.lifeMu.Unlock()
+	st := statusOf{
+		Strategy: b.name, Config: cfg, Running: running,
+		Policy:         policyJ{WaitFlush: p.WaitFlush, VisibleAfterFlush: p.VisibleAfterFlush, WriteBuffer: p.WriteBuffer},
+		Flushes:        b.flushes.Load(),
+		Commits:        b.commits.Load(),
+		FlushedBytes:   b.flushedBytes.Load(),
+		FlushedOffset:  b.flushedAt.Load(),
+		P50FlushMicros: b.latency.quantile(0.5) * 1e6,
+		P99FlushMicros: b.latency.quantile(0.99) * 1e6,
+		Errors:         b.errCount.Load(),
+		Extra:          extra,
+	}
+	if p.Timeout > 0 {
+		st.Policy.Timeout = p.Timeout.String()
+	}
+	b.errMu.Lock()
+	st.LastError = b.lastErr
+	if !b.lastErrAt.IsZero() {
+		st.LastErrorAt = b.lastErrAt.UTC().Format(time.RFC3339Nano)
+	}
+	b.errMu.Unlock()
+	return json.Marshal(st)
+}
+
+// metrics writes the shared metrics; extra adds strategy-specific lines.
+func (b *base) metrics(extra func(sb *strings.Builder, labels string)) []byte {
+	var sb strings.Builder
+	labels := fmt.Sprintf("strategy=%q", b.name)
+	counter := func(name, help string, v uint64) {
+		fmt.Fprintf(&sb, "# HELP %s %s\n# TYPE %s counter\n%s{%s} %d\n", name, help, name, name, labels, v)
+	}
+	counter("keel_flush_flushes_total", "Flushes (fdatasync rounds) that made new bytes durable.", b.flushes.Load())
+	counter("keel_flush_commits_total", "Commits that moved write-buffered bytes into the log files.", b.commits.Load())
+	counter("keel_flush_errors_total", "Failed Flush, Commit or WaitCommitted calls.", b.errCount.Load())
+	counter("keel_flush_flushed_bytes_total", "Bytes made durable by this strategy's flushes.", uint64(b.flushedBytes.Load()))
+	fmt.Fprintf(&sb, "# HELP keel_flush_flushed_offset Flushed offset last seen by the strategy.\n# TYPE keel_flush_flushed_offset gauge\nkeel_flush_flushed_offset{%s} %d\n",
+		labels, b.flushedAt.Load())
+	b.latency.write(&sb, "keel_flush_latency_seconds", "Duration of Host.Flush calls that made new bytes durable.", labels)
+	b.batch.write(&sb, "keel_flush_batch_bytes", "Bytes made durable per flush.", labels)
+	if extra != nil {
+		extra(&sb, labels)
+	}
+	return []byte(sb.String())
+}
