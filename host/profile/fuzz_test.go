@@ -85,60 +85,6 @@ func FuzzLoadBytes(f *testing.F) {
 	})
 }
 
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"0", "4MiB", "1.5GiB", "4 MB", "-1", "1e3", "9223372036854775808", "0.0000000001TiB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseSize(s)
-		if err == nil {
-			if v < 0 {
-				t.Fatalf("ParseSize(%q) = %d < 0", s, v)
-			}
-			if w, err := ParseSize(v.String()); err != nil || w != v {
-				t.Fatalf("ParseSize(%q) = %d, but %q parses to %d, %v", s, v, v.String(), w, err)
-			}
-		}
-		var u Size
-		_ = u.UnmarshalTOML([]byte(s))
-	})
-}
-
-func FuzzParseDuration(f *testing.F) {
-	for _, s := range []string{"0", "500ms", "72h", "5", "3d", "-1s", "1h1m1.5s", "9223372036854775807ns"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseDuration(s)
-		if err == nil {
-			if v < 0 {
-				t.Fatalf("ParseDuration(%q) = %d < 0", s, v)
-			}
-			if w, err := ParseDuration(v.String()); err != nil || w != v {
-				t.Fatalf("ParseDuration(%q) = %d, but %q parses to %d, %v", s, v, v.String(), w, err)
-			}
-		}
-		var u Duration
-		_ = u.UnmarshalTOML([]byte(s))
-	})
-}
-
-func FuzzParseRatio(f *testing.F) {
-	for _, s := range []string{"0", "0.75", "75%", "100%", "1.5", "nan", "1e-1", "99.999999999999999999%"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseRatio(s)
-		if err == nil && !(v >= 0 && v <= 1) {
-			t.Fatalf("ParseRatio(%q) = %v, out of [0, 1]", s, v)
-		}
-		var u Ratio
-		if err := u.UnmarshalTOML([]byte(s)); err == nil && !(u >= 0 && u <= 1) {
-			t.Fatalf("UnmarshalTOML(%q) = %v, out of [0, 1]", s, u)
-		}
-	})
-}
-
 // TestProfileProperty writes random valid profiles as TOML, in the several
 // forms a value may take, and checks that they load to the values written and
 // survive Effective.

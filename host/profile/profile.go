@@ -44,8 +44,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +53,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/keelmq/keel/sdk/config"
 )
 
 // SchemaVersion is the profile schema this package reads. A profile must say
@@ -246,7 +248,8 @@ type Profile struct {
 	// unauthenticated HA link, for example), one sentence each.
 	Warnings []string
 
-	src      *source
+	src      *config.Source
+	data     []byte // the file as read, which src indexes
 	overlays []*overlay
 
 	mu      sync.Mutex
@@ -256,8 +259,9 @@ type Profile struct {
 // overlay is one --set override: a one-line TOML document decoded on top of
 // the file.
 type overlay struct {
-	src  *source
-	path []string
+	src  *config.Source
+	doc  []byte   // the one-line document src indexes
+	path []string // the key it sets
 }
 
 // defaults returns the document with every default, for a profile called name.
@@ -334,11 +338,11 @@ func LoadBytes(name string, data []byte, overrides []string) (*Profile, error) {
 	}
 	p := &Profile{Name: pname, File: name, Dir: filepath.Dir(name)}
 
-	src, serr := newSource(name, data, "")
-	if serr != nil {
-		return nil, serr
+	src, err := config.NewSource(name, data, "")
+	if err != nil {
+		return nil, err
 	}
-	p.src = src
+	p.src, p.data = src, data
 	if err := checkSchema(src); err != nil {
 		return nil, err
 	}
@@ -352,17 +356,17 @@ func LoadBytes(name string, data []byte, overrides []string) (*Profile, error) {
 
 	doc := defaults(pname)
 	fresh := func() any { d := defaults(pname); return &d }
-	if errs := src.decode(&doc, fresh); errs != nil {
-		return nil, errs.asError()
+	if errs := src.Decode(&doc, fresh); errs != nil {
+		return nil, errs.Err()
 	}
 	for _, ov := range p.overlays {
-		if errs := ov.src.decode(&doc, fresh); errs != nil {
+		if errs := ov.src.Decode(&doc, fresh); errs != nil {
 			for _, e := range errs {
 				if strings.HasPrefix(e.Msg, "want a string") {
 					e.Msg += " (quote the value to pass a string)"
 				}
 			}
-			return nil, errs.asError()
+			return nil, errs.Err()
 		}
 	}
 
@@ -371,25 +375,25 @@ func LoadBytes(name string, data []byte, overrides []string) (*Profile, error) {
 	p.Server, p.Admin = doc.Server, doc.Admin
 	p.normalize()
 	if errs := p.validate(); len(errs) > 0 {
-		return nil, errs.asError()
+		return nil, errs.Err()
 	}
 	return p, nil
 }
 
 // checkSchema requires `schema = SchemaVersion` at top level.
-func checkSchema(src *source) error {
-	ent, ok := src.idx.exact([]string{"schema"})
+func checkSchema(src *config.Source) error {
+	v, ok := src.Lookup([]string{"schema"})
 	if !ok {
-		return &Error{File: src.file, Key: "schema", Msg: fmt.Sprintf("missing schema version: add `schema = %d` at the top of the profile", SchemaVersion)}
+		return &Error{File: src.File(), Key: "schema", Msg: fmt.Sprintf("missing schema version: add `schema = %d` at the top of the profile", SchemaVersion)}
 	}
 	at := func(msg string) error {
-		return &Error{File: src.file, Line: ent.valPos.Line, Col: ent.valPos.Col, Key: "schema", Msg: msg}
+		return &Error{File: src.File(), Line: v.Line, Col: v.Col, Key: "schema", Msg: msg}
 	}
-	if ent.kind != unstable.Integer {
-		return at(fmt.Sprintf("want the integer %d, got %s", SchemaVersion, kindName(ent.kind, true)))
+	if v.Kind != "integer" {
+		return at(fmt.Sprintf("want the integer %d, got %s", SchemaVersion, v.Describe()))
 	}
-	if n, err := parseTOMLInt(ent.text); err != nil || n != SchemaVersion {
-		return at(fmt.Sprintf("unsupported schema version %s: this keel reads schema = %d", ent.text, SchemaVersion))
+	if n, err := strconv.ParseInt(v.Text, 0, 64); err != nil || n != SchemaVersion {
+		return at(fmt.Sprintf("unsupported schema version %s: this keel reads schema = %d", v.Text, SchemaVersion))
 	}
 	return nil
 }
@@ -403,24 +407,24 @@ func parseOverride(file, arg string) (*overlay, error) {
 	if !ok {
 		return nil, fail("", "want key=value, e.g. store.segment_size=64MiB")
 	}
-	path, err := parseDottedKey(strings.TrimSpace(k))
+	path, err := config.ParseKey(strings.TrimSpace(k))
 	if err != nil {
 		return nil, fail("", fmt.Sprintf("invalid key %q: want a dotted key such as store.segment_size", strings.TrimSpace(k)))
 	}
-	key := formatKey(path)
+	key := config.FormatKey(path)
 	if path[0] == "schema" {
 		return nil, fail(key, "the schema version cannot be overridden")
 	}
 	v = strings.TrimSpace(v)
 	line := []byte(key + " = " + v + "\n")
 	if !singleKeyValue(line) {
-		line = []byte(key + " = " + tomlQuote(v) + "\n")
+		line = []byte(key + " = " + config.Quote(v) + "\n")
 	}
-	src, serr := newSource(file, line, arg)
-	if serr != nil {
-		return nil, serr
+	src, err := config.NewSource(file, line, arg)
+	if err != nil {
+		return nil, err
 	}
-	return &overlay{src: src, path: path}, nil
+	return &overlay{src: src, doc: line, path: path}, nil
 }
 
 // singleKeyValue reports whether doc is exactly one valid key-value.
@@ -436,7 +440,7 @@ func singleKeyValue(doc []byte) bool {
 // present reports whether the file or an override sets path (or a key below
 // or above it).
 func (p *Profile) present(path []string) bool {
-	if _, ok := p.src.idx.find(path); ok {
+	if p.src.Has(path) {
 		return true
 	}
 	for _, ov := range p.overlays {
@@ -473,7 +477,7 @@ func (p *Profile) normalize() {
 // default. Plugins use it to report validation failures after
 // DecodePluginConfig with the same precision as decoding errors.
 func (p *Profile) Errorf(dottedKey string, format string, args ...any) error {
-	path, err := parseDottedKey(dottedKey)
+	path, err := config.ParseKey(dottedKey)
 	if err != nil {
 		return &Error{File: p.File, Key: dottedKey, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -483,12 +487,12 @@ func (p *Profile) Errorf(dottedKey string, format string, args ...any) error {
 func (p *Profile) errorAt(path []string, msg string) *Error {
 	for i := len(p.overlays) - 1; i >= 0; i-- {
 		if hasPrefix(path, p.overlays[i].path) {
-			return &Error{File: p.File, Override: p.overlays[i].src.override, Key: formatKey(path), Msg: msg}
+			return &Error{File: p.File, Override: p.overlays[i].src.Override(), Key: config.FormatKey(path), Msg: msg}
 		}
 	}
-	e := &Error{File: p.File, Key: formatKey(path), Msg: msg}
-	if pos, ok := p.src.idx.valuePos(path); ok {
-		e.Line, e.Col = pos.Line, pos.Col
+	e := &Error{File: p.File, Key: config.FormatKey(path), Msg: msg}
+	if line, col, ok := p.src.ValuePos(path); ok {
+		e.Line, e.Col = line, col
 	}
 	return e
 }
@@ -513,7 +517,7 @@ var (
 func (p *Profile) validate() ErrorList {
 	var errs ErrorList
 	fail := func(key string, format string, args ...any) {
-		path, _ := parseDottedKey(key)
+		path, _ := config.ParseKey(key)
 		errs = append(errs, p.errorAt(path, fmt.Sprintf(format, args...)))
 	}
 
@@ -644,7 +648,7 @@ func (p *Profile) validate() ErrorList {
 			fail("server.slave_broker_addr", "%s", msg)
 		}
 	}
-	sortErrors(errs)
+	errs.Sort()
 	return errs
 }
 
@@ -652,16 +656,16 @@ func (p *Profile) validate() ErrorList {
 // the one set last (an override beats the file, a later key in the file beats
 // an earlier one), or the first when the user set neither.
 func (p *Profile) blame(a, b string) string {
-	pa, _ := parseDottedKey(a)
-	pb, _ := parseDottedKey(b)
+	pa, _ := config.ParseKey(a)
+	pb, _ := config.ParseKey(b)
 	rank := func(path []string) int {
 		for i := len(p.overlays) - 1; i >= 0; i-- {
 			if hasPrefix(path, p.overlays[i].path) {
 				return 1<<30 + i
 			}
 		}
-		if e, ok := p.src.idx.find(path); ok {
-			return 1 + e.expr
+		if n, ok := p.src.Order(path); ok {
+			return 1 + n
 		}
 		return 0
 	}
@@ -698,7 +702,7 @@ func checkDeleteWhen(s string) string {
 	}
 	for _, part := range strings.Split(s, ";") {
 		t := strings.TrimSpace(part)
-		if len(t) == 0 || len(t) > 2 || !isDecimal(t) {
+		if len(t) == 0 || len(t) > 2 || !isDigits(t) {
 			return fmt.Sprintf(`invalid hour %q in %q (want hours 00-23 separated by ';', e.g. "04;16")`, part, s)
 		}
 		if h, _ := strconv.Atoi(t); h > 23 {
@@ -723,7 +727,7 @@ func checkAddr(addr string, listen bool) string {
 		return bad("not host:port")
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || !isDecimal(port) {
+	if err != nil || !isDigits(port) {
 		return bad(fmt.Sprintf("invalid port %q", port))
 	}
 	if n == 0 && !listen {
@@ -741,6 +745,16 @@ func checkAddr(addr string, listen bool) string {
 	return ""
 }
 
+// hasPrefix reports whether path starts with prefix.
+func hasPrefix(path, prefix []string) bool {
+	return len(path) >= len(prefix) && slices.Equal(path[:len(prefix)], prefix)
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
 // sameListener reports whether two valid listen addresses would collide.
 func sameListener(a, b string) bool {
 	ha, pa, _ := net.SplitHostPort(a)
@@ -756,64 +770,32 @@ func sameListener(a, b string) bool {
 
 // DecodePluginConfig decodes the table <section>.config of the profile (the
 // file, then every --set override under it; an override of the whole table
-// replaces what came before, as it does in the host's copy) into v, a non-nil pointer to the
-// plugin's config struct, as strictly as the host's own sections: an unknown
-// key, a wrong type or an invalid value fails with an *Error (or ErrorList)
-// carrying the file's line and column and the key's full dotted path
-// ("flush.config.interval"). Keys absent from the table leave v's fields
-// untouched, so fill v with defaults first; when the section has no config
-// at all, v is unchanged and the result is nil. Fields of type Duration,
-// Size and Ratio, and any field implementing unstable.Unmarshaler, see the
-// raw TOML value; fields implementing encoding.TextUnmarshaler see strings.
+// replaces what came before, as it does in the host's copy) into v, a
+// non-nil pointer to the plugin's config struct, as strictly as the host's
+// own sections: an unknown key, a wrong type or an invalid value fails with
+// an *Error (or ErrorList) carrying the file's line and column and the key's
+// full dotted path ("flush.config.interval"). Keys absent from the table
+// leave v's fields untouched, so fill v with defaults first; when the
+// section has no config at all, v is unchanged and the result is nil. Fields
+// of type Duration, Size and Ratio, and any field implementing
+// unstable.Unmarshaler, see the raw TOML value; fields implementing
+// encoding.TextUnmarshaler see strings.
+//
+// It is config.DecodeSection on PluginConfig(section).Document, so a plugin
+// calling sdk.Config.Decode on what PluginConfig returns gets exactly the
+// same values and the same error text.
 //
 // On error v may be partly written. On success the profile remembers v, and
 // Effective prints the plugin's config from it (defaults included); v must
 // not be modified concurrently with a call to Effective.
 func (p *Profile) DecodePluginConfig(section string, v any) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("decoding %s.config: want a non-nil pointer, got %T", section, v)
-	}
-	var secType reflect.Type
 	switch section {
-	case SectionFlush, SectionIndex:
-		secType = reflect.TypeOf(PluginSection{})
-	case SectionReplication:
-		secType = reflect.TypeOf(ReplicationSection{})
+	case SectionFlush, SectionIndex, SectionReplication:
 	default:
 		return fmt.Errorf("decoding %s.config: unknown plugin section %q (want %q, %q or %q)", section, section, SectionFlush, SectionReplication, SectionIndex)
 	}
-	wt, secIdx, cfgIdx := wrapperType(section, secType, rv.Type())
-	build := func(cfg reflect.Value) any {
-		w := reflect.New(wt)
-		w.Elem().Field(secIdx).Field(cfgIdx).Set(cfg)
-		return w.Interface()
-	}
-	fresh := func() any { return build(reflect.New(rv.Type().Elem())) }
-
-	cfgPath := []string{section, "config"}
-	// An override of the whole table ("flush.config={...}") replaces it, as
-	// it does in the host's copy: the file and earlier overrides are skipped.
-	start := 0
-	for i, ov := range p.overlays {
-		if equalPath(ov.path, cfgPath) {
-			start = i + 1
-		}
-	}
-	if _, ok := p.src.idx.find(cfgPath); ok && start == 0 {
-		if errs := p.src.decode(build(rv), fresh); errs != nil {
-			return errs.asError()
-		}
-	}
-	if start > 0 {
-		start--
-	}
-	for _, ov := range p.overlays[start:] {
-		if hasPrefix(ov.path, cfgPath) || hasPrefix(cfgPath, ov.path) {
-			if errs := ov.src.decode(build(rv), fresh); errs != nil {
-				return errs.asError()
-			}
-		}
+	if err := config.DecodeSection(p.File, p.PluginConfig(section).Document, section, v); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -822,44 +804,6 @@ func (p *Profile) DecodePluginConfig(section string, v any) error {
 	}
 	p.plugins[section] = v
 	return nil
-}
-
-// wrapperType builds a struct shaped like the profile document in which every
-// value is `any` except <section>.config, which has type cfg. Decoding the
-// whole document into it hands the plugin's table to cfg with the document's
-// own positions. It returns the index of the section field and of the config
-// field inside it.
-func wrapperType(section string, secType, cfg reflect.Type) (reflect.Type, int, int) {
-	anyType := reflect.TypeOf((*any)(nil)).Elem()
-	field := func(i int, name string, t reflect.Type) reflect.StructField {
-		return reflect.StructField{
-			Name: "F" + strconv.Itoa(i),
-			Type: t,
-			Tag:  reflect.StructTag(`toml:` + strconv.Quote(name)),
-		}
-	}
-	names, _ := tomlFields(secType)
-	var secFields []reflect.StructField
-	cfgIdx := 0
-	for i, n := range names {
-		t := anyType
-		if n == "config" {
-			t, cfgIdx = cfg, i
-		}
-		secFields = append(secFields, field(i, n, t))
-	}
-	sec := reflect.StructOf(secFields)
-	top, _ := tomlFields(reflect.TypeOf(document{}))
-	var topFields []reflect.StructField
-	secIdx := 0
-	for i, n := range top {
-		t := anyType
-		if n == section {
-			t, secIdx = sec, i
-		}
-		topFields = append(topFields, field(i, n, t))
-	}
-	return reflect.StructOf(topFields), secIdx, cfgIdx
 }
 
 // Effective returns the profile as TOML with every default filled in, in a

@@ -1,4 +1,4 @@
-package profile
+package config
 
 import (
 	"bytes"
@@ -13,7 +13,8 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// Error is one problem found in a profile. Its Error string is
+// Error is one problem found in a TOML document (a profile, or a plugin's
+// section of one). Its Error string is
 //
 //	FILE:LINE:COL: KEY: MSG                 a problem at a place in the file
 //	FILE: KEY: MSG                          a problem with a default value or a missing key
@@ -26,7 +27,8 @@ import (
 // A problem with a value points at the value; an unknown key points at the
 // key. MSG says what is allowed.
 type Error struct {
-	// File is the profile's name as given to Load or LoadBytes.
+	// File is the document's name as its reader was given it (the
+	// profile's path).
 	File string
 	// Line and Col locate the problem in File (1-based; Col counts bytes).
 	// Both are 0 when the problem has no place in the file: a default value,
@@ -63,8 +65,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// ErrorList is several problems found in one profile, in document order. Its
-// Error string has one problem per line. errors.As finds the first *Error.
+// ErrorList is several problems found in one document, in document order.
+// Its Error string has one problem per line. errors.As finds the first
+// *Error. A nil or empty ErrorList means no problem; use Err to turn it into
+// an error value.
 type ErrorList []*Error
 
 // Error implements error.
@@ -85,9 +89,10 @@ func (l ErrorList) Unwrap() []error {
 	return out
 }
 
-// asError returns nil for an empty list, the single *Error for a list of one,
-// and the list otherwise.
-func (l ErrorList) asError() error {
+// Err returns nil for an empty list, the single *Error for a list of one,
+// and the list otherwise. Never return an ErrorList as an error without it:
+// a nil ErrorList in an error interface is not a nil error.
+func (l ErrorList) Err() error {
 	switch len(l) {
 	case 0:
 		return nil
@@ -98,9 +103,9 @@ func (l ErrorList) asError() error {
 	}
 }
 
-// sortErrors orders problems by position; problems without one come last, in
+// Sort orders the problems by position; problems without one come last, in
 // the order found.
-func sortErrors(l ErrorList) {
+func (l ErrorList) Sort() {
 	sort.SliceStable(l, func(i, j int) bool {
 		a, b := l[i], l[j]
 		if (a.Line == 0) != (b.Line == 0) {
@@ -113,19 +118,35 @@ func sortErrors(l ErrorList) {
 	})
 }
 
-// source is one TOML document being decoded: the profile file or the one-line
-// document of a --set override.
-type source struct {
+// Source is one parsed TOML document, indexed so that problems found while
+// or after decoding it can be reported at a line and column: the profile
+// file, or the one-line document of a --set override. A Source is immutable
+// after NewSource and safe for concurrent use.
+type Source struct {
 	file     string
 	doc      []byte
 	idx      *docIndex
 	override string // the --set argument, "" for the file
 }
 
-// newSource indexes doc; a syntax error is returned as an *Error.
-func newSource(file string, doc []byte, override string) (*source, *Error) {
+// NewSource parses and indexes doc. file names it in errors. override is ""
+// for a file, or the --set argument ("store.segment_size=1KiB") doc was made
+// from: errors about an override name the argument instead of a line and
+// column. NewSource keeps doc; the caller must not modify it afterwards. A
+// syntax error is returned as an *Error at the place of the error.
+func NewSource(file string, doc []byte, override string) (*Source, error) {
+	s, err := newSource(file, doc, override)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newSource is NewSource with the error as an *Error (nil when none); the
+// returned Source indexes the expressions before a syntax error.
+func newSource(file string, doc []byte, override string) (*Source, *Error) {
 	idx, err := indexDocument(doc)
-	s := &source{file: file, doc: doc, idx: idx, override: override}
+	s := &Source{file: file, doc: doc, idx: idx, override: override}
 	if err != nil {
 		pos, msg, _ := parserErrorPos(doc, err)
 		return s, s.errAt(pos, nil, "syntax error: "+msg)
@@ -135,8 +156,8 @@ func newSource(file string, doc []byte, override string) (*source, *Error) {
 
 // errAt builds an Error at pos about path; for an override the position is
 // dropped (it is a position in the one-line override document).
-func (s *source) errAt(pos position, path []string, msg string) *Error {
-	e := &Error{File: s.file, Key: formatKey(path), Msg: msg}
+func (s *Source) errAt(pos position, path []string, msg string) *Error {
+	e := &Error{File: s.file, Key: FormatKey(path), Msg: msg}
 	if s.override != "" {
 		e.Override = s.override
 	} else {
@@ -145,33 +166,69 @@ func (s *source) errAt(pos position, path []string, msg string) *Error {
 	return e
 }
 
-// decode decodes the document strictly into target, a non-nil pointer, and
-// turns go-toml's errors into Errors with positions and key paths. fresh
-// returns a new target of the same type; it is used, on a copy, to find the
-// key of an error go-toml reports without a position (an error returned by a
-// field's UnmarshalTOML or UnmarshalText for a non-string value).
-func (s *source) decode(target any, fresh func() any) ErrorList {
+// Decode decodes the whole document strictly into target, a non-nil
+// pointer (usually to a struct holding defaults: keys the document does not
+// set leave target's fields as they are), and returns every problem as an
+// *Error with the key's dotted path, what is allowed, and the line and
+// column of the offending key or value (or the --set argument, for an
+// override):
+//
+//   - unknown keys, including keys that match a field only
+//     case-insensitively and keys below a Duration, Size or Ratio; all of
+//     them are reported, sorted by position;
+//   - a value of the wrong type ("want an integer, got a string");
+//   - a value rejected by a field's UnmarshalTOML or UnmarshalText, with
+//     that method's message.
+//
+// fresh returns a new, empty target of the same type each time it is
+// called; Decode uses it, on copies, to find the key of an error go-toml
+// reports without a position (one returned by a field's own parser). With
+// a nil fresh such an error has no position. On error target may be partly
+// written. The result is nil when there is no problem; call Err on it to
+// get an error value.
+func (s *Source) Decode(target any, fresh func() any) ErrorList {
+	return s.decode(target, fresh, nil)
+}
+
+// decode is Decode; with a non-nil scope, only keys at or below scope are
+// checked: unknown keys elsewhere (which the target does not describe) are
+// ignored.
+func (s *Source) decode(target any, fresh func() any, scope []string) ErrorList {
 	dec := toml.NewDecoder(bytes.NewReader(s.doc)).DisallowUnknownFields().EnableUnmarshalerInterface()
 	err := dec.Decode(target)
 	root := reflect.TypeOf(target)
 	if err == nil {
-		return s.checkPaths(root)
+		return s.checkPaths(root, scope)
 	}
 	var sm *toml.StrictMissingError
 	var de *toml.DecodeError
 	switch {
 	case errors.As(err, &sm):
 		var out ErrorList
+		seen := map[string]bool{}
 		for i := range sm.Errors {
 			e := &sm.Errors[i]
+			if scope != nil && !hasPrefix(e.Key(), scope) {
+				continue
+			}
+			// go-toml names a whole header ([a.b] when a is unknown); the
+			// problem is the first part that names nothing.
+			path := e.Key()[:firstUnknown(root, e.Key())+1]
+			if key := FormatKey(path); seen[key] {
+				continue
+			}
+			seen[FormatKey(path)] = true
 			line, col := e.Position()
 			pos := position{line, col}
 			if ent, ok := s.idx.exact(e.Key()); ok {
-				pos = ent.partPos[len(ent.partPos)-1] // the unknown part of a dotted key
+				pos = ent.partPos[len(path)-1] // the unknown part of a dotted key
 			}
-			out = append(out, s.errAt(pos, e.Key(), unknownKeyMsg(root, e.Key())))
+			out = append(out, s.errAt(pos, path, unknownKeyMsg(root, path)))
 		}
-		sortErrors(out)
+		if len(out) == 0 {
+			return s.checkPaths(root, scope)
+		}
+		out.Sort()
 		return out
 	case errors.As(err, &de):
 		line, col := de.Position()
@@ -190,7 +247,7 @@ func (s *source) decode(target any, fresh func() any) ErrorList {
 // pathAt returns the full dotted path of the key or value at pos, or
 // fallback when the index has nothing there. go-toml names some errors (a
 // duplicate key) by the expression's key alone, without its table.
-func (s *source) pathAt(pos position, fallback []string) []string {
+func (s *Source) pathAt(pos position, fallback []string) []string {
 	for _, e := range s.idx.entries {
 		if e.valPos == pos && e.kind != unstable.Table && e.kind != unstable.ArrayTable {
 			return e.path
@@ -209,11 +266,15 @@ func (s *source) pathAt(pos position, fallback []string) []string {
 // checkPaths finds keys go-toml accepts but a strict reading does not: a
 // key that matches a field only case-insensitively (TOML keys are
 // case-sensitive), and a key below a Duration, Size or Ratio (go-toml hands
-// the value of "a.b = 1" to a's UnmarshalTOML whatever b is).
-func (s *source) checkPaths(root reflect.Type) ErrorList {
+// the value of "a.b = 1" to a's UnmarshalTOML whatever b is). With a
+// non-nil scope, only keys below scope are checked.
+func (s *Source) checkPaths(root reflect.Type, scope []string) ErrorList {
 	var out ErrorList
 	seen := map[string]bool{}
 	for _, e := range s.idx.entries {
+		if scope != nil && (len(e.path) <= len(scope) || !hasPrefix(e.path, scope)) {
+			continue
+		}
 		t := root
 	walk:
 		for k, name := range e.path {
@@ -227,7 +288,7 @@ func (s *source) checkPaths(root reflect.Type) ErrorList {
 					break walk
 				}
 				if !exact {
-					key := formatKey(e.path[:k+1])
+					key := FormatKey(e.path[:k+1])
 					if !seen[key] {
 						seen[key] = true
 						out = append(out, s.errAt(e.partPos[k], e.path[:k+1], unknownKeyMsg(root, e.path[:k+1])+" (keys are case-sensitive)"))
@@ -239,7 +300,7 @@ func (s *source) checkPaths(root reflect.Type) ErrorList {
 				t = t.Elem()
 			default:
 				if isScalarType(t) {
-					key := formatKey(e.path[:k])
+					key := FormatKey(e.path[:k])
 					if !seen[key] {
 						seen[key] = true
 						out = append(out, s.errAt(e.partPos[k], e.path[:k+1], "unknown key: "+key+" is "+describeType(t)+", not a table"))
@@ -252,7 +313,7 @@ func (s *source) checkPaths(root reflect.Type) ErrorList {
 	if len(out) == 0 {
 		return nil
 	}
-	sortErrors(out)
+	out.Sort()
 	return out
 }
 
@@ -267,7 +328,7 @@ func isScalarType(t reflect.Type) bool {
 // that fails makes every longer prefix fail). It returns the expression's
 // entry, or, for an inline table, the scalar inside it that fails alone with
 // the same message.
-func (s *source) locate(fresh func() any, msg string) (*entry, bool) {
+func (s *Source) locate(fresh func() any, msg string) (*entry, bool) {
 	n := len(s.idx.cuts)
 	if n == 0 || fresh == nil {
 		return nil, false
@@ -301,13 +362,31 @@ func (s *source) locate(fresh func() any, msg string) (*entry, bool) {
 		if e.raw == "" {
 			continue
 		}
-		one := []byte(formatKey(e.path) + " = " + e.raw + "\n")
+		one := []byte(FormatKey(e.path) + " = " + e.raw + "\n")
 		err := toml.NewDecoder(bytes.NewReader(one)).EnableUnmarshalerInterface().Decode(fresh())
 		if err != nil && err.Error() == msg {
 			return e, true
 		}
 	}
 	return first, first != nil
+}
+
+// firstUnknown returns the index of the first part of path that names no
+// field of a struct, or len(path)-1 when there is none (the last part is the
+// unknown one, below a map or an interface).
+func firstUnknown(root reflect.Type, path []string) int {
+	for k := 0; k < len(path)-1; k++ {
+		t, ok := typeAt(root, path[:k])
+		if !ok {
+			break
+		}
+		if names := fieldNames(t); names != nil {
+			if _, ok := typeAt(root, path[:k+1]); !ok {
+				return k
+			}
+		}
+	}
+	return len(path) - 1
 }
 
 // unknownKeyMsg explains an unknown key: what is allowed in its table and,
@@ -327,7 +406,7 @@ func unknownKeyMsg(root reflect.Type, path []string) string {
 	}
 	where := "at top level"
 	if len(parent) > 0 {
-		where = "in [" + formatKey(parent) + "]"
+		where = "in [" + FormatKey(parent) + "]"
 	}
 	msg := "unknown key"
 	if guess := closest(name, names); guess != "" {

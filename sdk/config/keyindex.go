@@ -1,4 +1,4 @@
-package profile
+package config
 
 import (
 	"errors"
@@ -203,7 +203,7 @@ func (idx *docIndex) children(path []string) []string {
 // when the key does not occur or dottedKey is not a valid key. A syntax error
 // in doc hides the keys after it.
 func KeyPosition(doc []byte, dottedKey string) (line, col int, ok bool) {
-	path, err := parseDottedKey(dottedKey)
+	path, err := ParseKey(dottedKey)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -212,8 +212,11 @@ func KeyPosition(doc []byte, dottedKey string) (line, col int, ok bool) {
 	return p.Line, p.Col, ok
 }
 
-// parseDottedKey splits a TOML dotted key into its parts.
-func parseDottedKey(s string) ([]string, error) {
+// ParseKey splits a TOML dotted key into its parts: `store.segment_size`
+// gives [store segment_size], `a."b.c"` gives [a b.c]. Whitespace around the
+// parts is allowed, as in TOML. An empty string, an empty part and anything
+// that is not a TOML key are errors.
+func ParseKey(s string) ([]string, error) {
 	if strings.ContainsAny(s, "\n\r=#") && !strings.ContainsAny(s, `"'`) {
 		return nil, fmt.Errorf("invalid key %q", s)
 	}
@@ -235,9 +238,9 @@ func parseDottedKey(s string) ([]string, error) {
 	return parts, nil
 }
 
-// formatKey joins path into a dotted key, quoting parts that are not bare
-// keys.
-func formatKey(path []string) string {
+// FormatKey joins path into a dotted key, quoting parts that are not bare
+// keys: the inverse of ParseKey, and the form errors name keys in.
+func FormatKey(path []string) string {
 	var b strings.Builder
 	for i, part := range path {
 		if i > 0 {
@@ -246,7 +249,7 @@ func formatKey(path []string) string {
 		if isBareKey(part) {
 			b.WriteString(part)
 		} else {
-			b.WriteString(tomlQuote(part))
+			b.WriteString(Quote(part))
 		}
 	}
 	return b.String()
@@ -265,8 +268,9 @@ func isBareKey(s string) bool {
 	return true
 }
 
-// tomlQuote returns s as a TOML basic string.
-func tomlQuote(s string) string {
+// Quote returns s as a TOML basic string (double-quoted, with escapes).
+// Invalid UTF-8 in s becomes U+FFFD, since TOML strings are UTF-8.
+func Quote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {

@@ -1,4 +1,4 @@
-package profile
+package config
 
 import (
 	"errors"
@@ -12,15 +12,15 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// This file holds the value types a profile (and a plugin's config struct)
-// uses for durations, byte sizes and ratios. It depends only on go-toml, so it
-// can move to sdk/ unchanged if plugins need the types without importing host/.
+// This file holds the value types a profile and a plugin's config struct
+// use for durations, byte sizes and ratios.
 //
 // Each type implements three decoding interfaces:
 //
-//   - unstable.Unmarshaler (UnmarshalTOML). The profile decoder enables it, so
-//     the type sees the raw TOML value and can tell the string "5s" from the
-//     bare number 5. This is the strict path: every value is checked.
+//   - unstable.Unmarshaler (UnmarshalTOML). DecodeSection and Source.Decode
+//     enable it, so the type sees the raw TOML value and can tell the string
+//     "5s" from the bare number 5. This is the strict path: every value is
+//     checked.
 //   - encoding.TextUnmarshaler (UnmarshalText), for any other decoder and for
 //     command-line flags. It sees only text, so it cannot tell a string from a
 //     number; decoders that route TOML integers straight into integer kinds
@@ -423,6 +423,8 @@ func kindName(k unstable.Kind, ok bool) string {
 		return "an array"
 	case unstable.InlineTable, unstable.Table:
 		return "a table"
+	case unstable.ArrayTable:
+		return "an array of tables"
 	case unstable.DateTime, unstable.LocalDate, unstable.LocalDateTime, unstable.LocalTime:
 		return "a date/time"
 	default:
