@@ -20,8 +20,9 @@
 // section names a builtin plugin (plugin = "sync") or an external go-plugin
 // binary (path = "bin/my-repl", sha256 = "…"), and carries a [flush.config]
 // (etc.) table that belongs to the plugin: the host keeps it as a generic map
-// and the plugin decodes it into its own struct with
-// (*Profile).DecodePluginConfig, just as strictly.
+// and the plugin decodes it into its own struct, just as strictly, with
+// sdk.Config.Decode on what (*Profile).PluginConfig returns (in-process
+// callers may use (*Profile).DecodePluginConfig, which runs the same code).
 //
 // # Errors
 //
@@ -33,8 +34,9 @@
 // it.
 //
 // Durations ("500ms", "72h"), sizes ("4MiB", "1GiB", or a byte count) and
-// ratios (0.75 or "75%") use the Duration, Size and Ratio types, which plugin
-// config structs can use as well.
+// ratios (0.75 or "75%") use the Duration, Size and Ratio types. They, Error
+// and the strict decoder live in sdk/config, where plugins (which must not
+// import host/) find them; this package aliases them.
 package profile
 
 import (
