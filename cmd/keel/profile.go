@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/keelmq/keel/host"
+	"github.com/keelmq/keel/host/profile"
+)
+
+func cmdProfileCheck(args []string) error {
+	fs := flag.NewFlagSet("profile check", flag.ContinueOnError)
+	var sets setFlags
+	fs.Var(&sets, "set", "override a profile key: `key=value` (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: keel profile check FILE [--set key=value ...]")
+	}
+	p, err := profile.Load(fs.Arg(0), sets)
+	if err != nil {
+		return err
+	}
+	rows, err := host.Check(context.Background(), p)
+	if err != nil {
+		return err
+	}
+	eff, err := p.EffectiveRedacted()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# %s: valid\n# effective profile (defaults filled in):\n\n%s\n", fs.Arg(0), eff)
+	for _, w := range p.Warnings {
+		fmt.Printf("# warning: %s\n", w)
+	}
+	fmt.Println("# durability")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "#   %s:\t%s\n", r.Question, r.Answer)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/keelmq/keel/host"
+	"github.com/keelmq/keel/host/profile"
+)
+
+// setFlags collects repeated --set key=value flags.
+type setFlags []string
+
+func (s *setFlags) String() string     { return fmt.Sprint(*s) }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+func cmdServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	prof := fs.String("profile", "configs/profiles/default.toml", "profile `file`")
+	data := fs.String("data", "", "data `dir` (overrides store.dir)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a profile key: `key=value` (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	slog.SetDefault(log)
+	p, err := profile.Load(*prof, sets)
+	if err != nil {
+		return err
+	}
+	if *data != "" {
+		p.Store.Dir = *data
+	}
+	for _, w := range p.Warnings {
+		log.Warn("profile", "warning", w)
+	}
+	ctx := context.Background()
+	log.Info("starting keel", "version", version, "profile", *prof, "data", p.Store.Dir, "pid", os.Getpid())
+	n, err := host.Start(ctx, p, host.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	log.Info("shutting down (a second signal forces exit)", "signal", s.String())
+	done := make(chan error, 1)
+	go func() { done <- n.Stop(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	case s := <-sig:
+		log.Error("forced exit: the store was not closed cleanly; the next start recovers", "signal", s.String())
+		os.Exit(2)
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/meta"
+	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host/remoting"
+	"github.com/keelmq/keel/sdk"
+)
+
+// backend implements remoting.Backend (and RouteSource) over the node's
+// store, plugins and ack policies.
+type backend struct {
+	n *Node
+}
+
+var (
+	_ remoting.Backend     = backend{}
+	_ remoting.RouteSource = backend{}
+)
+
+func (b backend) store() *core.Store { return b.n.store }
+
+// Topic implements remoting.TopicTable.
+func (b backend) Topic(name string) (remoting.TopicInfo, bool) {
+	c, ok := b.store().Meta().Topics.Get(name)
+	if !ok {
+		return remoting.TopicInfo{}, false
+	}
+	return topicInfo(c), true
+}
+
+func topicInfo(c meta.TopicConfig) remoting.TopicInfo {
+	return remoting.TopicInfo{Name: c.TopicName, ReadQueues: c.ReadQueueNums, WriteQueues: c.WriteQueueNums, Perm: c.Perm, SysFlag: c.TopicSysFlag}
+}
+
+// CreateTopic implements remoting.TopicTable.
+func (b backend) CreateTopic(t remoting.TopicInfo) (remoting.TopicInfo, error) {
+	topics := b.store().Meta().Topics
+	if c, ok := topics.Get(t.Name); ok {
+		return topicInfo(c), nil
+	}
+	c := meta.TopicConfig{TopicName: t.Name, ReadQueueNums: t.ReadQueues, WriteQueueNums: t.WriteQueues, Perm: t.Perm, TopicSysFlag: t.SysFlag}
+	if c.Perm == 0 {
+		c.Perm = meta.PermRead | meta.PermWrite
+	}
+	if err := topics.Put(c); err != nil {
+		return remoting.TopicInfo{}, fmt.Errorf("create topic %s: %w", t.Name, err)
+	}
+	got, _ := topics.Get(t.Name)
+	b.n.log.Info("topic created", "topic", t.Name, "queues", t.WriteQueues)
+	return topicInfo(got), nil
+}
+
+// Identity implements remoting.RouteSource.
+func (b backend) Identity() remoting.BrokerIdentity {
+	p := b.n.prof
+	return remoting.BrokerIdentity{
+		Cluster:    p.Server.Cluster,
+		Name:       p.Server.BrokerName,
+		MasterAddr: b.n.advertised(),
+		SlaveAddr:  p.Server.SlaveBrokerAddr,
+	}
+}
+
+// MaxMessageSize implements remoting.Backend.
+func (b backend) MaxMessageSize() int { return b.store().MaxMessageSize() }
+
+// Append implements remoting.Backend.
+func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]remoting.Appended, error) {
+	if b.n.role == roleSlave {
+		return nil, fmt.Errorf("%w: this broker is a slave; send to the master", remoting.ErrServiceUnavailable)
+	}
+	if fenced, why := b.n.host.Fenced(); fenced {
+		return nil, fmt.Errorf("%w: writes fenced by replication: %s", remoting.ErrServiceUnavailable, why)
+	}
+	if st := b.n.pluginsDegraded(); st != "" {
+		b.n.metrics.appendErrors.Inc()
+		return nil, fmt.Errorf("%w: %s", remoting.ErrServiceUnavailable, st)
+	}
+	start := time.Now()
+	res, err := b.store().AppendBatch(msgs, make([]core.AppendResult, 0, len(msgs)))
+	if err != nil {
+		b.n.metrics.appendErrors.Inc()
+		switch {
+		case errors.Is(err, core.ErrMessage):
+			return nil, fmt.Errorf("%w: %w", remoting.ErrMessageIllegal, err)
+		case errors.Is(err, core.ErrDiskFull):
+			return nil, fmt.Errorf("%w: the broker's disk is full: %w", remoting.ErrServiceUnavailable, err)
+		case errors.Is(err, core.ErrReadOnly), errors.Is(err, core.ErrClosed):
+			return nil, fmt.Errorf("%w: %w", remoting.ErrServiceUnavailable, err)
+		}
+		return nil, err
+	}
+	out := make([]remoting.Appended, len(res))
+	var bytes int64
+	for i, r := range res {
+		out[i] = remoting.Appended{PhysOffset: r.PhysOffset, QueueOffset: r.QueueOffset, Size: r.Size}
+		bytes += int64(r.Size)
+	}
+	b.n.metrics.appendMsgs.Add(len(res))
+	b.n.metrics.appendBytes.Add(int(bytes))
+	b.n.metrics.appendLatency.UpdateDuration(start)
+	return out, nil
+}
+
+// AwaitAck implements remoting.Backend: it waits for what the flush and
+// replication policies require. Both deadlines start now.
+func (b backend) AwaitAck(ctx context.Context, end int64) remoting.AckStatus {
+	start := time.Now()
+	defer b.n.metrics.ackLatency.UpdateDuration(start)
+	fp, rp := b.n.flushPolicy, b.n.replPolicy
+	if rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas {
+		b.n.metrics.ackStatus(remoting.AckSlaveNotAvailable).Inc()
+		return remoting.AckSlaveNotAvailable
+	}
+	if fp.WaitFlush {
+		fctx, cancel := context.WithDeadline(ctx, start.Add(fp.Timeout))
+		err := b.store().WaitFlushed(fctx, end)
+		cancel()
+		if err != nil {
+			b.n.metrics.ackStatus(remoting.AckFlushDiskTimeout).Inc()
+			return remoting.AckFlushDiskTimeout
+		}
+	}
+	if rp.WaitReplicas > 0 {
+		rctx, cancel := context.WithDeadline(ctx, start.Add(rp.Timeout))
+		err := b.n.host.WaitReplicated(rctx, end)
+		cancel()
+		if err != nil {
+			b.n.metrics.ackStatus(remoting.AckFlushSlaveTimeout).Inc()
+			return remoting.AckFlushSlaveTimeout
+		}
+	}
+	b.n.metrics.ackStatus(remoting.AckOK).Inc()
+	return remoting.AckOK
+}
+
+// GetMessages implements remoting.Backend.
+func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
+	g, err := b.store().GetMessages(topic, queueID, offset, maxCount, maxBytes, filter)
+	if err != nil {
+		return remoting.PullResult{}, err
+	}
+	b.n.metrics.pullMsgs.Add(len(g.Sizes))
+	return remoting.PullResult{
+		Status:     pullStatus(g.Status),
+		NextOffset: g.NextOffset,
+		MinOffset:  g.MinOffset,
+		MaxOffset:  g.MaxOffset,
+		Data:       g.Data,
+		Count:      len(g.Sizes),
+	}, nil
+}
+
+func pullStatus(s core.GetStatus) remoting.PullStatus {
+	switch s {
+	case core.Found:
+		return remoting.PullFound
+	case core.NoMessageInQueue:
+		return remoting.PullNoMessageInQueue
+	case core.NoMatchedLogicQueue:
+		return remoting.PullNoMatchedLogicQueue
+	case core.OffsetTooSmall:
+		return remoting.PullOffsetTooSmall
+	case core.OffsetOverflowOne:
+		return remoting.PullOffsetOverflowOne
+	case core.OffsetOverflowBadly:
+		return remoting.PullOffsetOverflowBadly
+	case core.NoMatchedMessage:
+		return remoting.PullNoMatchedMessage
+	case core.MessageWasRemoving:
+		return remoting.PullMessageWasRemoving
+	}
+	return remoting.PullNoMatchedMessage
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// WaitForData implements remoting.Backend.
+func (b backend) WaitForData(ctx context.Context, topic string, queueID int32, offset int64) <-chan struct{} {
+	ch := b.store().DispatchSignal()
+	if b.store().MaxQueueOffset(topic, queueID) > offset {
+		return closedChan
+	}
+	return ch
+}
+
+// QueueOffsets implements remoting.Backend.
+func (b backend) QueueOffsets(topic string, queueID int32) (int64, int64) {
+	return b.store().MinQueueOffset(topic, queueID), b.store().MaxQueueOffset(topic, queueID)
+}
+
+// OffsetByTime implements remoting.Backend.
+func (b backend) OffsetByTime(ctx context.Context, topic string, queueID int32, ts int64) (int64, error) {
+	return b.store().QueueOffsetByTime(topic, queueID, ts)
+}
+
+// ReadMessage implements remoting.Backend.
+func (b backend) ReadMessage(ctx context.Context, physOffset int64) ([]byte, error) {
+	rec, err := b.store().ReadRecord(physOffset)
+	if err != nil {
+		if errors.Is(err, core.ErrOffset) {
+			return nil, fmt.Errorf("%w: %w", remoting.ErrNotFound, err)
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+// QueryMessages implements remoting.Backend: the index's candidates,
+// filtered by reading each record's topic and keys (hash collisions).
+func (b backend) QueryMessages(ctx context.Context, topic, key string, maxNum int, begin, end int64) (remoting.QueryResult, error) {
+	recs, err := b.n.QueryByKey(ctx, topic, key, maxNum, begin, end)
+	if err != nil {
+		return remoting.QueryResult{}, err
+	}
+	p := b.store().Positions()
+	return remoting.QueryResult{Records: recs, IndexLastUpdateTimestamp: b.store().LastStoreTimestamp(), IndexLastUpdatePhyOffset: p.Dispatched}, nil
+}
+
+// QueryByKey returns the records of topic whose KEYS or UNIQ_KEY contain
+// key, newest first, at most maxNum, stored in [begin, end] (Unix ms; 0 =
+// unbounded). It needs an index plugin (remoting.ErrNotSupported
+// otherwise).
+func (n *Node) QueryByKey(ctx context.Context, topic, key string, maxNum int, begin, end int64) ([][]byte, error) {
+	if n.indexer == nil {
+		return nil, fmt.Errorf("%w: no index plugin is loaded (profile [index] plugin = \"none\")", remoting.ErrNotSupported)
+	}
+	if maxNum <= 0 || maxNum > 64 {
+		maxNum = 64
+	}
+	offs, err := n.indexer.Query(ctx, sdk.Query{Topic: topic, Key: key, Begin: begin, End: end, Max: maxNum})
+	if err != nil {
+		return nil, fmt.Errorf("index query: %w", err)
+	}
+	var out [][]byte
+	for _, off := range offs {
+		rec, err := n.store.ReadRecord(off)
+		if err != nil {
+			continue // removed by retention, or a stale index entry
+		}
+		r, err := record.Decode(rec)
+		if err != nil || r.Topic != topic {
+			continue
+		}
+		if !recordHasKey(r, key) {
+			continue
+		}
+		out = append(out, rec)
+		if len(out) == maxNum {
+			break
+		}
+	}
+	return out, nil
+}
+
+func recordHasKey(r *record.Record, key string) bool {
+	if u, ok := record.GetProperty(r.Properties, record.PropertyUniqKey); ok && u == key {
+		return true
+	}
+	if ks, ok := record.GetProperty(r.Properties, record.PropertyKeys); ok {
+		for _, k := range strings.Split(ks, record.KeySeparator) {
+			if k == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ConsumerOffset implements remoting.Backend.
+func (b backend) ConsumerOffset(group, topic string, queueID int32) (int64, bool) {
+	return b.store().Meta().ConsumerOffsets.Query(group, topic, queueID)
+}
+
+// CommitConsumerOffset implements remoting.Backend.
+func (b backend) CommitConsumerOffset(group, topic string, queueID int32, offset int64) error {
+	return b.store().Meta().ConsumerOffsets.Commit(group, topic, queueID, offset)
+}
+
+// MaxReconsumeTimes implements remoting.Backend.
+func (b backend) MaxReconsumeTimes(group string) int {
+	if g, ok := b.store().Meta().SubscriptionGroups.Get(group); ok && g.RetryMaxTimes > 0 {
+		return int(g.RetryMaxTimes)
+	}
+	return meta.DefaultRetryMaxTimes
+}

@@ -1,0 +1,259 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/keelmq/keel/host/profile"
+	"github.com/keelmq/keel/sdk"
+)
+
+// Factory makes a fresh builtin plugin instance.
+type Factory func() sdk.Plugin
+
+var (
+	catalogMu sync.RWMutex
+	catalog   = map[sdk.Kind]map[string]Factory{}
+)
+
+// RegisterBuiltin adds a builtin plugin to the catalog profiles name with
+// `plugin = "<name>"`. cmd/keel registers every builtin at init. It panics
+// on a duplicate name, as a programming error.
+func RegisterBuiltin(kind sdk.Kind, name string, f Factory) {
+	catalogMu.Lock()
+	defer catalogMu.Unlock()
+	if catalog[kind] == nil {
+		catalog[kind] = map[string]Factory{}
+	}
+	if _, dup := catalog[kind][name]; dup {
+		panic(fmt.Sprintf("host: builtin %s plugin %q registered twice", kind, name))
+	}
+	catalog[kind][name] = f
+}
+
+// Builtins lists the registered builtin names of a kind, sorted.
+func Builtins(kind sdk.Kind) []string {
+	catalogMu.RLock()
+	defer catalogMu.RUnlock()
+	var out []string
+	for name := range catalog[kind] {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookupBuiltin(kind sdk.Kind, name string) (Factory, bool) {
+	catalogMu.RLock()
+	defer catalogMu.RUnlock()
+	f, ok := catalog[kind][name]
+	return f, ok
+}
+
+// Plugin states reported in /status and metrics.
+const (
+	stateRunning  = "running"
+	stateDegraded = "degraded"
+	stateStopped  = "stopped"
+)
+
+// loadedPlugin is one plugin instance and its lifecycle state.
+type loadedPlugin struct {
+	kind     sdk.Kind
+	name     string
+	external bool
+	path     string
+	p        sdk.Plugin
+	cfg      sdk.Config
+
+	mu     sync.Mutex
+	state  string
+	reason string
+	since  time.Time
+}
+
+func (lp *loadedPlugin) setState(state, reason string) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.state, lp.reason, lp.since = state, reason, time.Now()
+}
+
+func (lp *loadedPlugin) getState() (string, string) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.state, lp.reason
+}
+
+func (lp *loadedPlugin) stop(ctx context.Context) error {
+	if st, _ := lp.getState(); st == stateStopped {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := lp.p.Stop(sctx)
+	lp.setState(stateStopped, "")
+	if err != nil {
+		return fmt.Errorf("stop %s plugin %s: %w", lp.kind, lp.name, err)
+	}
+	return nil
+}
+
+func (n *Node) plugin(kind sdk.Kind) *loadedPlugin {
+	for _, lp := range n.plugins {
+		if lp.kind == kind {
+			return lp
+		}
+	}
+	return nil
+}
+
+// loadPlugins instantiates and configures the profile's plugins and reads
+// their policies; the store is opened with those policies afterwards.
+func (n *Node) loadPlugins(ctx context.Context) error {
+	p := n.prof
+	type sect struct {
+		kind             sdk.Kind
+		name, path, hash string
+	}
+	sections := []sect{
+		{sdk.KindFlush, p.Flush.Plugin, p.Flush.Path, p.Flush.SHA256},
+		{sdk.KindIndex, p.Index.Plugin, p.Index.Path, p.Index.SHA256},
+		{sdk.KindReplication, p.Replication.Plugin, p.Replication.Path, p.Replication.SHA256},
+	}
+	for _, s := range sections {
+		if s.path == "" && (s.name == "" || s.name == "none") {
+			if s.kind == sdk.KindFlush {
+				return fmt.Errorf("%s: flush.plugin: a flush strategy is required (builtins: %s)", p.File, strings.Join(Builtins(sdk.KindFlush), ", "))
+			}
+			continue
+		}
+		lp := &loadedPlugin{kind: s.kind, name: s.name, path: s.path}
+		if s.path != "" {
+			pl, err := n.loadExternal(ctx, s.kind, p.ResolvePath(s.path), s.hash)
+			if err != nil {
+				return err
+			}
+			lp.p, lp.external, lp.name = pl, true, s.path
+		} else {
+			f, ok := lookupBuiltin(s.kind, s.name)
+			if !ok {
+				return fmt.Errorf("%s: %s.plugin: unknown builtin %q (builtins: %s)", p.File, s.kind, s.name, strings.Join(Builtins(s.kind), ", "))
+			}
+			lp.p = f()
+		}
+		cfg, err := n.pluginConfig(s.kind)
+		if err != nil {
+			return err
+		}
+		lp.cfg = cfg
+		if err := lp.p.Configure(ctx, cfg); err != nil {
+			return fmt.Errorf("configure %s plugin %s: %w", s.kind, lp.name, err)
+		}
+		switch s.kind {
+		case sdk.KindFlush:
+			fs, ok := lp.p.(sdk.FlushStrategy)
+			if !ok {
+				return fmt.Errorf("%s plugin %s is not a flush strategy", s.kind, lp.name)
+			}
+			n.flusher, n.flushPolicy = fs, fs.AckPolicy()
+			if n.flushPolicy.WaitFlush && n.flushPolicy.Timeout <= 0 {
+				n.flushPolicy.Timeout = 5 * time.Second
+			}
+		case sdk.KindIndex:
+			ix, ok := lp.p.(sdk.Indexer)
+			if !ok {
+				return fmt.Errorf("%s plugin %s is not an indexer", s.kind, lp.name)
+			}
+			n.indexer = ix
+		case sdk.KindReplication:
+			r, ok := lp.p.(sdk.Replicator)
+			if !ok {
+				return fmt.Errorf("%s plugin %s is not a replicator", s.kind, lp.name)
+			}
+			n.repl, n.replPolicy = r, r.AckPolicy()
+			if n.replPolicy.WaitReplicas > 0 && n.replPolicy.Timeout <= 0 {
+				n.replPolicy.Timeout = 3 * time.Second
+			}
+			if n.role == roleSlave {
+				// A slave acks nothing itself.
+				n.replPolicy = sdk.ReplicationPolicy{}
+			}
+		}
+		lp.setState("configured", "")
+		n.plugins = append(n.plugins, lp)
+	}
+	return nil
+}
+
+// pluginConfig builds the sdk.Config a plugin of kind receives.
+func (n *Node) pluginConfig(kind sdk.Kind) (sdk.Config, error) {
+	dir, err := n.pluginDataDir(kind)
+	if err != nil {
+		return sdk.Config{}, err
+	}
+	cfg := n.prof.PluginConfig(string(kind))
+	cfg.DataDir = dir
+	if kind == sdk.KindReplication {
+		cfg.Role = n.role
+		cfg.Addr = n.prof.Server.HAAddr
+		cfg.PeerAddr = n.prof.Replication.MasterAddr
+		cfg.Secret = n.prof.Replication.Secret
+	}
+	return cfg, nil
+}
+
+// startPlugins starts the plugins in order: flush, index, replication.
+func (n *Node) startPlugins(ctx context.Context) error {
+	for _, kind := range []sdk.Kind{sdk.KindFlush, sdk.KindIndex, sdk.KindReplication} {
+		lp := n.plugin(kind)
+		if lp == nil {
+			continue
+		}
+		if err := lp.p.Start(ctx, n.host); err != nil {
+			return fmt.Errorf("start %s plugin %s: %w", kind, lp.name, err)
+		}
+		lp.setState(stateRunning, "")
+		n.log.Info("plugin started", "kind", kind, "name", lp.name, "external", lp.external)
+	}
+	return nil
+}
+
+// pluginsDegraded returns why writes must be refused because a plugin the
+// ack path depends on is down, or "".
+func (n *Node) pluginsDegraded() string {
+	for _, lp := range n.plugins {
+		if lp.kind == sdk.KindIndex {
+			continue // queries fail, writes go on; dispatch retries
+		}
+		if st, why := lp.getState(); st == stateDegraded {
+			return fmt.Sprintf("%s plugin %s is down: %s", lp.kind, lp.name, why)
+		}
+	}
+	return ""
+}
+
+// pluginStatus returns a plugin's StatusReporter output, or nil.
+func (n *Node) pluginStatus(p sdk.Plugin) map[string]any {
+	sr, ok := p.(sdk.StatusReporter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	b, err := sr.Status(ctx)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return map[string]any{"raw": string(b)}
+	}
+	return m
+}
+
+var _ = profile.SchemaVersion
