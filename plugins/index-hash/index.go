@@ -801,7 +801,8 @@ func (x *Index) Query(ctx context.Context, q sdk.Query) ([]int64, error) {
 
 // Clean deletes the index files whose every entry points below minOffset
 // (RocketMQ: endPhyOffset < the commitlog minimum), oldest first, never the
-// last file, and returns how many it deleted. The retention loop calls it
+// last file nor the one the durable checkpoint names (a later Clean after
+// a Sync deletes it), and returns how many it deleted. The retention loop calls it
 // with host.Positions().Min; it is safe to call at any time.
 func (x *Index) Clean(minOffset int64) (int, error) {
 	x.syncMu.Lock()
@@ -813,8 +814,12 @@ func (x *Index) Clean(minOffset int64) (int, error) {
 	}
 	n := 0
 	var errs []error
+	ck := x.ckw.last
 	for len(x.files) > 1 && x.files[0].h.endPhy < minOffset {
 		f := x.files[0]
+		if ck.hasFile && f.created >= ck.lastFile {
+			break // the checkpoint names it: kept until a Sync moves past it
+		}
 		if err := f.close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -509,6 +509,9 @@ func TestRetention(t *testing.T) {
 		t.Fatal(x.Files())
 	}
 	files := x.Files()
+	if err := x.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := x.Clean(files[0].EndPhyOffset); n != 0 || err != nil {
 		t.Fatalf("clean at the first file's end: %d %v", n, err)
 	}
@@ -541,6 +544,42 @@ func TestRetention(t *testing.T) {
 	if got := y.Files(); len(got) != 1 {
 		t.Fatalf("files after reopen %+v", got)
 	}
+}
+
+// TestRetentionKeepsCheckpointFile: a file the durable checkpoint names
+// is not deleted before a Sync moves the checkpoint past it, so a crash
+// in between does not lose the checkpoint's file.
+func TestRetentionKeepsCheckpointFile(t *testing.T) {
+	fs := vfs.NewCrashFS(1)
+	c := tinyConfig(5, 4)
+	x := openIdx(t, fs, "/i", c)
+	l := newTestLog()
+	for range 4 {
+		mustIndex(t, x, l.add(t, "T", "k", "", 0, 10))
+	}
+	if err := x.Sync(ctx); err != nil { // names file B: A holds 3 keys, B 1
+		t.Fatal(err)
+	}
+	for range 5 {
+		mustIndex(t, x, l.add(t, "T", "k", "", 0, 10)) // B fills, C holds 3
+	}
+	if n, _ := x.Clean(math.MaxInt64); n != 1 || x.Files()[0].BeginPhyOffset != l.recs[3].PhysOffset {
+		t.Fatalf("deleted %d files before a Sync (only A may go): %+v", n, x.Files())
+	}
+	fs.CrashWith(vfs.CrashOptions{TornPages: true})
+	x.Stop(ctx)
+	y := openIdx(t, fs, "/i", c)
+	if s := y.Stats(); s.Resets != 0 || s.IndexedOffset != l.recs[3].PhysOffset+int64(l.recs[3].Size) {
+		t.Fatalf("after the crash: %+v", s)
+	}
+	mustIndex(t, y, l.recs[4:]...)
+	if err := y.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := y.Clean(math.MaxInt64); n != 2 { // A (its removal was not synced) and B
+		t.Fatalf("deleted %d after a Sync, want 2", n)
+	}
+	y.Stop(ctx)
 }
 
 // TestRetentionLoop: Start runs the check against Host.Positions().Min.
