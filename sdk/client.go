@@ -177,7 +177,7 @@ func connect(ctx context.Context, pc *plugin.Client, path string, logger *slog.L
 
 func clientPluginSet() plugin.PluginSet {
 	return plugin.PluginSet{
-		basePluginName:         &grpcPlugin{},
+		basePluginName:          &grpcPlugin{},
 		string(KindFlush):       &grpcPlugin{kind: KindFlush},
 		string(KindReplication): &grpcPlugin{kind: KindReplication},
 		string(KindIndex):       &grpcPlugin{kind: KindIndex},

@@ -187,8 +187,11 @@ func (x *MemIndex) Configure(ctx context.Context, cfg sdk.Config) error {
 
 func (x *MemIndex) file() string { return filepath.Join(x.dir, "memindex.gob") }
 
-// Start implements sdk.Plugin.
-func (x *MemIndex) Start(context.Context, sdk.Host) error {
+// Start implements sdk.Plugin. It loads the index file, then drops the
+// entries at or beyond the log's committed offset: they were synced for
+// records a crash then cut from the log, and no re-dispatch will replace
+// them until new records reach those offsets.
+func (x *MemIndex) Start(ctx context.Context, h sdk.Host) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.keys = map[string][]entry{}
@@ -202,7 +205,22 @@ func (x *MemIndex) Start(context.Context, sdk.Host) error {
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&x.keys); err != nil {
 		return fmt.Errorf("load mem index: %w", err)
 	}
+	pos, err := h.Positions(ctx)
+	if err != nil {
+		return fmt.Errorf("load mem index: %w", err)
+	}
+	x.dropFrom(pos.Committed)
 	return nil
+}
+
+// dropFrom removes every entry at or beyond offset from.
+func (x *MemIndex) dropFrom(from int64) {
+	for k, es := range x.keys {
+		i, _ := slices.BinarySearchFunc(es, from, func(e entry, off int64) int { return cmpInt(e.Off, off) })
+		if i < len(es) {
+			x.keys[k] = es[:i]
+		}
+	}
 }
 
 // Stop implements sdk.Plugin.
@@ -215,13 +233,7 @@ func (x *MemIndex) Index(ctx context.Context, batch []sdk.Record) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	from := batch[0].PhysOffset
-	for k, es := range x.keys {
-		i, _ := slices.BinarySearchFunc(es, from, func(e entry, off int64) int { return cmpInt(e.Off, off) })
-		if i < len(es) {
-			x.keys[k] = es[:i]
-		}
-	}
+	x.dropFrom(batch[0].PhysOffset)
 	for _, r := range batch {
 		add := func(key string) {
 			if key == "" {
@@ -319,6 +331,8 @@ func (x *MemIndex) Indexed() int64 {
 //   - "__host", key = "positions N": calls Host.Positions N times and
 //     returns [elapsed ns]; "readlog-bad": returns Host.ReadLog's error at
 //     offset -1 unchanged; "wait A": returns [Host.WaitCommitted(A)];
+//     "waitn N": calls WaitCommitted N+1 times for offsets already
+//     committed and returns [the committed offset];
 //     "flush": returns [Host.Flush()].
 //   - "__log": logs key through Host.Log (attribute probe=1) and slog at
 //     warn (attribute probe=2), then returns nil.
@@ -376,6 +390,18 @@ func (p *Probe) Query(ctx context.Context, q sdk.Query) ([]int64, error) {
 			a, _ := strconv.ParseInt(f[1], 10, 64)
 			c, err := p.host.WaitCommitted(ctx, a)
 			return []int64{c}, err
+		case len(f) == 2 && f[0] == "waitn":
+			n, _ := strconv.Atoi(f[1])
+			c, err := p.host.WaitCommitted(ctx, -1)
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < n; i++ {
+				if c, err = p.host.WaitCommitted(ctx, c-1); err != nil {
+					return nil, err
+				}
+			}
+			return []int64{c}, nil
 		case len(f) == 1 && f[0] == "flush":
 			c, err := p.host.Flush(ctx)
 			return []int64{c}, err

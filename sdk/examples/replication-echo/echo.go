@@ -1,0 +1,531 @@
+// Package echo is a custom replication plugin of the kind a keel user
+// could write, built only on keel's sdk package: the master streams its
+// committed log to each slave over a small TCP protocol of its own
+// (protocol.go); the slave appends the bytes at the same offsets with
+// Host.AppendLog and acknowledges them; the master reports the
+// acknowledged offset with Host.ReportReplication, which releases
+// producers' acks when the policy waits for replicas.
+//
+// It runs in-process (echo.New() handed to the host) or as an external
+// plugin binary (cmd/replication-echo, which calls sdk.Serve).
+//
+// Configuration, in the profile's [replication.config] table:
+//
+//	wait_replicas = 1      # acks wait for this many slaves (0: async)
+//	timeout = "3s"         # how long an ack may wait for them
+//	batch_bytes = 262144   # log bytes per frame, about
+//
+// What it leaves out, on purpose, to stay small: epoch histories and
+// divergence repair (a slave whose log does not extend the master's is
+// refused, not truncated), promotion, metadata replication, fencing.
+package echo
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/keelmq/keel/sdk"
+)
+
+// Config is the plugin's [replication.config] table.
+type Config struct {
+	WaitReplicas int    `toml:"wait_replicas"`
+	Timeout      string `toml:"timeout"`
+	BatchBytes   int    `toml:"batch_bytes"`
+}
+
+const (
+	heartbeatEvery = 300 * time.Millisecond
+	readTimeout    = 3 * heartbeatEvery
+)
+
+// Plugin is the echo replicator. Use New; the zero value is not ready.
+type Plugin struct {
+	cfg     sdk.Config
+	conf    Config
+	timeout time.Duration
+
+	host   sdk.Host
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[net.Conn]struct{}
+	replicas map[*replica]struct{}
+	acked    int64 // last AckedOffset reported (never decreases)
+	kick     chan struct{}
+}
+
+// replica is one connected slave, on the master.
+type replica struct {
+	addr    string
+	ack     int64
+	contact time.Time
+}
+
+var (
+	_ sdk.Replicator     = (*Plugin)(nil)
+	_ sdk.StatusReporter = (*Plugin)(nil)
+)
+
+// New returns an unconfigured echo replicator.
+func New() *Plugin { return &Plugin{} }
+
+// Configure implements sdk.Plugin. It decodes [replication.config]
+// strictly: unknown keys and invalid values fail with sdk.ErrInvalidConfig.
+func (p *Plugin) Configure(ctx context.Context, cfg sdk.Config) error {
+	c := Config{WaitReplicas: 1, Timeout: "3s", BatchBytes: 256 << 10}
+	if err := decodeConfig(cfg, &c); err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(c.Timeout)
+	switch {
+	case err != nil || d <= 0:
+		return fmt.Errorf("%s: replication.config.timeout = %q: want a positive duration such as \"3s\": %w", cfg.File, c.Timeout, sdk.ErrInvalidConfig)
+	case c.WaitReplicas < 0:
+		return fmt.Errorf("%s: replication.config.wait_replicas = %d: want 0 or more: %w", cfg.File, c.WaitReplicas, sdk.ErrInvalidConfig)
+	case c.BatchBytes < 4096 || c.BatchBytes > 64<<20:
+		return fmt.Errorf("%s: replication.config.batch_bytes = %d: want 4096 to 67108864: %w", cfg.File, c.BatchBytes, sdk.ErrInvalidConfig)
+	}
+	switch cfg.Role {
+	case "master", "":
+		if cfg.Addr == "" {
+			return fmt.Errorf("%s: a master needs a listen address (server.ha_addr): %w", cfg.File, sdk.ErrInvalidConfig)
+		}
+	case "slave":
+		if cfg.PeerAddr == "" {
+			return fmt.Errorf("%s: a slave needs the master's address (replication.master_addr): %w", cfg.File, sdk.ErrInvalidConfig)
+		}
+	default:
+		return fmt.Errorf("%s: replication.role = %q: want master or slave: %w", cfg.File, cfg.Role, sdk.ErrInvalidConfig)
+	}
+	p.cfg, p.conf, p.timeout = cfg, c, d
+	return nil
+}
+
+// decodeConfig decodes the [<section>.config] table of the profile into v,
+// rejecting unknown keys.
+func decodeConfig(cfg sdk.Config, v any) error {
+	var doc map[string]any
+	if err := toml.Unmarshal(cfg.Document, &doc); err != nil {
+		return fmt.Errorf("%s: %w: %w", cfg.File, sdk.ErrInvalidConfig, err)
+	}
+	sec, _ := doc[cfg.Section].(map[string]any)
+	sub, _ := sec["config"].(map[string]any)
+	if len(sub) == 0 {
+		return nil
+	}
+	raw, err := toml.Marshal(sub)
+	if err != nil {
+		return fmt.Errorf("%s: %s.config: %w: %w", cfg.File, cfg.Section, sdk.ErrInvalidConfig, err)
+	}
+	err = toml.NewDecoder(bytes.NewReader(raw)).DisallowUnknownFields().Decode(v)
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var keys []string
+		for _, de := range strict.Errors {
+			keys = append(keys, cfg.Section+".config."+strings.Join(de.Key(), "."))
+		}
+		return fmt.Errorf("%s: unknown key %s (allowed: wait_replicas, timeout, batch_bytes): %w", cfg.File, strings.Join(keys, ", "), sdk.ErrInvalidConfig)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %s.config: %w: %w", cfg.File, cfg.Section, sdk.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// AckPolicy implements sdk.Replicator.
+func (p *Plugin) AckPolicy() sdk.ReplicationPolicy {
+	if p.cfg.Role == "slave" {
+		return sdk.ReplicationPolicy{}
+	}
+	return sdk.ReplicationPolicy{WaitReplicas: p.conf.WaitReplicas, Timeout: p.timeout}
+}
+
+// Start implements sdk.Plugin: a master listens on Config.Addr, a slave
+// connects to Config.PeerAddr (and reconnects, with backoff, whenever the
+// connection breaks).
+func (p *Plugin) Start(ctx context.Context, host sdk.Host) error {
+	p.host = host
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.conns = map[net.Conn]struct{}{}
+	p.replicas = map[*replica]struct{}{}
+	p.kick = make(chan struct{}, 1)
+	if p.cfg.Role == "slave" {
+		p.wg.Add(1)
+		go p.slaveLoop()
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", p.cfg.Addr)
+	if err != nil {
+		p.cancel()
+		return fmt.Errorf("echo master: listen on %s: %w", p.cfg.Addr, err)
+	}
+	p.ln = ln
+	p.wg.Add(2)
+	go p.acceptLoop()
+	go p.reportLoop()
+	return nil
+}
+
+// Stop implements sdk.Plugin: it closes the listener and every connection
+// and waits for its goroutines.
+func (p *Plugin) Stop(ctx context.Context) error {
+	if p.cancel == nil {
+		return nil
+	}
+	p.cancel()
+	p.mu.Lock()
+	if p.ln != nil {
+		p.ln.Close()
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("echo: stop: %w", ctx.Err())
+	}
+}
+
+// Status implements sdk.StatusReporter.
+func (p *Plugin) Status(ctx context.Context) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	type rs struct {
+		Addr string `json:"addr"`
+		Ack  int64  `json:"ack"`
+	}
+	st := struct {
+		Role     string `json:"role"`
+		Acked    int64  `json:"acked"`
+		Replicas []rs   `json:"replicas"`
+	}{Role: p.cfg.Role, Acked: p.acked}
+	for r := range p.replicas {
+		st.Replicas = append(st.Replicas, rs{r.addr, r.ack})
+	}
+	return json.Marshal(st)
+}
+
+func (p *Plugin) logf(level slog.Level, msg string, kv ...string) {
+	attrs := map[string]string{"plugin": "echo", "role": p.cfg.Role}
+	for i := 0; i+1 < len(kv); i += 2 {
+		attrs[kv[i]] = kv[i+1]
+	}
+	p.host.Log(p.ctx, int(level), msg, attrs)
+}
+
+func (p *Plugin) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx.Err() != nil {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Plugin) untrack(c net.Conn) {
+	c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+// ---------------------------------------------------------------- master
+
+func (p *Plugin) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if p.ctx.Err() == nil {
+				p.logf(slog.LevelError, "accept failed; no more slaves", "err", err.Error())
+			}
+			return
+		}
+		if !p.track(c) {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(c)
+			if err := p.serveSlave(c); err != nil && p.ctx.Err() == nil {
+				p.logf(slog.LevelWarn, "slave connection ended", "slave", c.RemoteAddr().String(), "err", err.Error())
+			}
+		}()
+	}
+}
+
+func (p *Plugin) serveSlave(c net.Conn) error {
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	h, err := readHello(c)
+	if err != nil {
+		return err
+	}
+	if p.cfg.Secret != "" && subtle.ConstantTimeCompare([]byte(h.secret), []byte(p.cfg.Secret)) != 1 {
+		writeReply(c, statusBadSecret, 0)
+		return fmt.Errorf("slave %s: wrong secret", c.RemoteAddr())
+	}
+	pos, err := p.host.Positions(p.ctx)
+	if err != nil {
+		return err
+	}
+	from := h.from
+	switch {
+	case from == -1:
+		from = pos.Min
+	case from > pos.Committed:
+		writeReply(c, statusSlaveAhead, pos.Committed)
+		return fmt.Errorf("slave %s is at %d, beyond this master's log end %d", c.RemoteAddr(), from, pos.Committed)
+	case from < pos.Min:
+		writeReply(c, statusSlaveBehind, pos.Min)
+		return fmt.Errorf("slave %s is at %d, below this master's oldest offset %d", c.RemoteAddr(), from, pos.Min)
+	}
+	if err := writeReply(c, statusOK, from); err != nil {
+		return err
+	}
+	r := &replica{addr: c.RemoteAddr().String(), ack: from, contact: time.Now()}
+	p.mu.Lock()
+	p.replicas[r] = struct{}{}
+	p.mu.Unlock()
+	p.kickReport()
+	defer func() {
+		p.mu.Lock()
+		delete(p.replicas, r)
+		p.mu.Unlock()
+		p.kickReport()
+	}()
+	p.logf(slog.LevelInfo, "slave connected", "slave", r.addr, "from", fmt.Sprint(from))
+
+	errc := make(chan error, 2)
+	go func() { errc <- p.readAcks(c, r) }()
+	go func() { errc <- p.stream(c, from) }()
+	err = <-errc
+	c.Close()
+	<-errc
+	return err
+}
+
+// stream sends the log from offset from, then new bytes as they are
+// committed, and heartbeats while idle.
+func (p *Plugin) stream(c net.Conn, from int64) error {
+	off := from
+	for {
+		data, err := p.host.ReadLog(p.ctx, off, p.conf.BatchBytes)
+		if err != nil {
+			return err
+		}
+		if len(data) > 0 {
+			if err := writeFrame(c, frame{kind: frameData, offset: off, data: data}); err != nil {
+				return err
+			}
+			off += int64(len(data))
+			continue
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, heartbeatEvery)
+		committed, err := p.host.WaitCommitted(ctx, off)
+		cancel()
+		switch {
+		case err == nil:
+			_ = committed
+		case p.ctx.Err() != nil:
+			return p.ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			if err := writeFrame(c, frame{kind: frameHeartbeat, offset: off}); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// readAcks reads the slave's acknowledgements. An ack beyond what this
+// master has committed, or going backwards, ends the connection.
+func (p *Plugin) readAcks(c net.Conn, r *replica) error {
+	for {
+		c.SetReadDeadline(time.Now().Add(readTimeout))
+		ack, err := readAck(c)
+		if err != nil {
+			return err
+		}
+		pos, err := p.host.Positions(p.ctx)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		prev := r.ack
+		if ack >= prev && ack <= pos.Committed {
+			r.ack, r.contact = ack, time.Now()
+		}
+		p.mu.Unlock()
+		if ack > pos.Committed {
+			return fmt.Errorf("slave %s acknowledged %d, beyond this master's log end %d", r.addr, ack, pos.Committed)
+		}
+		if ack < prev {
+			return fmt.Errorf("slave %s acknowledged %d after %d", r.addr, ack, prev)
+		}
+		p.kickReport()
+	}
+}
+
+func (p *Plugin) kickReport() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reportLoop sends ReportReplication when something changed, at most
+// every couple of milliseconds.
+func (p *Plugin) reportLoop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.kick:
+		}
+		st := p.state()
+		if err := p.host.ReportReplication(p.ctx, st); err != nil && p.ctx.Err() == nil {
+			p.logf(slog.LevelWarn, "report replication failed", "err", err.Error())
+		}
+		time.Sleep(2 * time.Millisecond) // coalesce
+	}
+}
+
+// state computes the replication state: AckedOffset is the offset at
+// least WaitReplicas connected slaves acknowledged (the highest ack with
+// WaitReplicas 0), never lower than what was reported before.
+func (p *Plugin) state() sdk.ReplicationState {
+	pos, _ := p.host.Positions(p.ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var acks []int64
+	st := sdk.ReplicationState{}
+	for r := range p.replicas {
+		acks = append(acks, r.ack)
+		lag := max(pos.Committed-r.ack, 0)
+		st.Replicas = append(st.Replicas, sdk.ReplicaState{
+			ID: r.addr, Addr: r.addr, AckOffset: r.ack, LagBytes: lag,
+			InSync: true, Connected: true, LastContact: r.contact,
+		})
+	}
+	slices.SortFunc(acks, func(a, b int64) int { return cmp.Compare(b, a) }) // highest first
+	need := max(p.conf.WaitReplicas, 1)
+	if len(acks) >= need {
+		p.acked = max(p.acked, acks[need-1])
+	}
+	st.AckedOffset = p.acked
+	st.InSync = len(acks)
+	return st
+}
+
+// ---------------------------------------------------------------- slave
+
+func (p *Plugin) slaveLoop() {
+	defer p.wg.Done()
+	backoff := 20 * time.Millisecond
+	for p.ctx.Err() == nil {
+		err := p.followOnce()
+		if p.ctx.Err() != nil {
+			return
+		}
+		p.logf(slog.LevelWarn, "replication from master interrupted; reconnecting", "master", p.cfg.PeerAddr, "err", errString(err), "backoff", backoff.String())
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// followOnce connects to the master and appends what it streams until
+// the connection breaks.
+func (p *Plugin) followOnce() error {
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	c, err := d.DialContext(ctx, "tcp", p.cfg.PeerAddr)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if !p.track(c) {
+		return p.ctx.Err()
+	}
+	defer p.untrack(c)
+	pos, err := p.host.Positions(p.ctx)
+	if err != nil {
+		return err
+	}
+	from := pos.Committed
+	if pos.Min == 0 && pos.Committed == 0 {
+		from = -1 // empty: start wherever the master's log starts
+	}
+	if err := writeHello(c, hello{secret: p.cfg.Secret, from: from}); err != nil {
+		return err
+	}
+	c.SetReadDeadline(time.Now().Add(readTimeout))
+	status, start, err := readReply(c)
+	if err != nil {
+		return err
+	}
+	if status != statusOK {
+		return fmt.Errorf("master refused (status %d, its offset %d)", status, start)
+	}
+	acked := start
+	for {
+		c.SetReadDeadline(time.Now().Add(readTimeout))
+		f, err := readFrame(c, 2*p.conf.BatchBytes+(4<<20))
+		if err != nil {
+			return err
+		}
+		if f.kind != frameData {
+			// Heartbeat: repeat the ack so the master knows this slave
+			// is alive.
+			if err := writeAck(c, acked); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := p.host.AppendLog(p.ctx, f.offset, f.data); err != nil {
+			return fmt.Errorf("append %d bytes at %d: %w", len(f.data), f.offset, err)
+		}
+		acked = f.offset + int64(len(f.data))
+		if err := writeAck(c, acked); err != nil {
+			return err
+		}
+	}
+}

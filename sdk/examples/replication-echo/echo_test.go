@@ -1,0 +1,29 @@
+package echo_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/keelmq/keel/sdk"
+	echo "github.com/keelmq/keel/sdk/examples/replication-echo"
+	"github.com/keelmq/keel/sdk/plugintest"
+)
+
+func TestMain(m *testing.M) { os.Exit(plugintest.Main(m)) }
+
+// The conformance suite against the plugin in-process, with acks waiting
+// for the slave (the default) and without.
+func TestReplicationInProcess(t *testing.T) {
+	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return echo.New() })
+}
+
+func TestReplicationInProcessAsync(t *testing.T) {
+	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return echo.New() },
+		plugintest.WithConfig("wait_replicas = 0\nbatch_bytes = 8192"))
+}
+
+// The same suite against the plugin binary, one process per instance.
+func TestReplicationExternal(t *testing.T) {
+	bin := plugintest.Build(t, "./cmd/replication-echo")
+	plugintest.RunReplication(t, plugintest.ExternalReplicator(bin))
+}

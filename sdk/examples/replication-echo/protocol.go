@@ -1,0 +1,166 @@
+package echo
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The echo wire protocol, over one TCP connection per slave. All integers
+// are big-endian.
+//
+//	slave → master   hello:  "ECHO" | version u8 (1) | secret length u16 | secret | from i64
+//	master → slave   reply:  status u8 | start i64
+//	master → slave   frames: 'D' | offset i64 | length u32 | log bytes   (whole records, as Host.ReadLog returned them)
+//	                         'H' | master committed i64                   (heartbeat while idle)
+//	slave → master   acks:   offset i64                                    (the slave's committed offset after appending)
+//
+// from is the slave's committed offset, or -1 when its log is empty (the
+// master then starts at its own minimum offset). start is where the
+// master's frames begin.
+
+const (
+	helloMagic   = "ECHO"
+	protoVersion = 1
+	maxSecret    = 4096
+
+	statusOK          = 0
+	statusBadSecret   = 1
+	statusSlaveAhead  = 2 // the slave holds bytes the master does not
+	statusSlaveBehind = 3 // the slave's log ends below the master's minimum
+
+	frameData      = 'D'
+	frameHeartbeat = 'H'
+)
+
+// errProtocol marks malformed input from the peer.
+var errProtocol = errors.New("echo protocol error")
+
+type hello struct {
+	secret string
+	from   int64
+}
+
+func writeHello(w io.Writer, h hello) error {
+	if len(h.secret) > maxSecret {
+		return fmt.Errorf("write hello: secret longer than %d bytes", maxSecret)
+	}
+	b := make([]byte, 0, 4+1+2+len(h.secret)+8)
+	b = append(b, helloMagic...)
+	b = append(b, protoVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(h.secret)))
+	b = append(b, h.secret...)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.from))
+	_, err := w.Write(b)
+	return err
+}
+
+// readHello decodes a slave's hello.
+func readHello(r io.Reader) (hello, error) {
+	var head [7]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return hello{}, fmt.Errorf("read hello: %w", err)
+	}
+	if string(head[:4]) != helloMagic {
+		return hello{}, fmt.Errorf("read hello: bad magic %q: %w", head[:4], errProtocol)
+	}
+	if head[4] != protoVersion {
+		return hello{}, fmt.Errorf("read hello: version %d, want %d: %w", head[4], protoVersion, errProtocol)
+	}
+	n := int(binary.BigEndian.Uint16(head[5:]))
+	if n > maxSecret {
+		return hello{}, fmt.Errorf("read hello: secret of %d bytes: %w", n, errProtocol)
+	}
+	rest := make([]byte, n+8)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return hello{}, fmt.Errorf("read hello: %w", err)
+	}
+	h := hello{secret: string(rest[:n]), from: int64(binary.BigEndian.Uint64(rest[n:]))}
+	if h.from < -1 {
+		return hello{}, fmt.Errorf("read hello: from %d: %w", h.from, errProtocol)
+	}
+	return h, nil
+}
+
+func writeReply(w io.Writer, status byte, start int64) error {
+	b := binary.BigEndian.AppendUint64([]byte{status}, uint64(start))
+	_, err := w.Write(b)
+	return err
+}
+
+func readReply(r io.Reader) (status byte, start int64, err error) {
+	var b [9]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, 0, fmt.Errorf("read reply: %w", err)
+	}
+	return b[0], int64(binary.BigEndian.Uint64(b[1:])), nil
+}
+
+// frame is a master → slave message.
+type frame struct {
+	kind   byte
+	offset int64 // data: where data goes; heartbeat: the master's committed offset
+	data   []byte
+}
+
+func writeFrame(w io.Writer, f frame) error {
+	b := make([]byte, 0, 13+len(f.data))
+	b = append(b, f.kind)
+	b = binary.BigEndian.AppendUint64(b, uint64(f.offset))
+	if f.kind == frameData {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f.data)))
+		b = append(b, f.data...)
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// readFrame decodes one frame; data frames carry at most maxLen bytes.
+func readFrame(r io.Reader, maxLen int) (frame, error) {
+	var head [9]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return frame{}, fmt.Errorf("read frame: %w", err)
+	}
+	f := frame{kind: head[0], offset: int64(binary.BigEndian.Uint64(head[1:]))}
+	if f.offset < 0 {
+		return frame{}, fmt.Errorf("read frame: offset %d: %w", f.offset, errProtocol)
+	}
+	switch f.kind {
+	case frameHeartbeat:
+		return f, nil
+	case frameData:
+	default:
+		return frame{}, fmt.Errorf("read frame: kind %#x: %w", f.kind, errProtocol)
+	}
+	var lb [4]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return frame{}, fmt.Errorf("read frame: %w", err)
+	}
+	n := binary.BigEndian.Uint32(lb[:])
+	if n == 0 || int64(n) > int64(maxLen) {
+		return frame{}, fmt.Errorf("read frame: %d data bytes (max %d): %w", n, maxLen, errProtocol)
+	}
+	f.data = make([]byte, n)
+	if _, err := io.ReadFull(r, f.data); err != nil {
+		return frame{}, fmt.Errorf("read frame: %w", err)
+	}
+	return f, nil
+}
+
+func writeAck(w io.Writer, off int64) error {
+	_, err := w.Write(binary.BigEndian.AppendUint64(nil, uint64(off)))
+	return err
+}
+
+func readAck(r io.Reader) (int64, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, fmt.Errorf("read ack: %w", err)
+	}
+	off := int64(binary.BigEndian.Uint64(b[:]))
+	if off < 0 {
+		return 0, fmt.Errorf("read ack: offset %d: %w", off, errProtocol)
+	}
+	return off, nil
+}
