@@ -316,7 +316,7 @@ func runCell(ctx context.Context, cfg *matrix.Config, o Options, pr *progress, i
 // when acks wait for fdatasync, otherwise the sequential bandwidth divided
 // by the stored record size.
 func cellCeiling(c *ceiling.Result, cell matrix.Cell, recordBytes int) (string, float64) {
-	if cell.Flush == "sync" {
+	if cell.Flush == "sync" || cell.Flush == "adaptive" {
 		if v := c.GroupPerSec(cell.Producers, recordBytes); v > 0 {
 			return fmt.Sprintf("group commit p%d", cell.Producers), v
 		}

@@ -69,7 +69,7 @@ const SchemaVersion = 1
 // Allowed axis values.
 var (
 	Workloads    = []string{WorkloadProduce, WorkloadProduceConsume}
-	Flushes      = []string{"sync", "async", "buffered"}
+	Flushes      = []string{"sync", "async", "buffered", "adaptive"}
 	Replications = []string{"none", "async", "sync"}
 	Indexes      = []string{"none", "hash"}
 	Modes        = []string{"builtin", "external"}
