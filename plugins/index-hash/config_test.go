@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/config"
 )
 
 const profileHead = `schema = 1
@@ -43,7 +44,7 @@ clean_interval = "250ms"
 `, want: func(c *Config) {
 			c.HashSlots, c.EntriesPerFile, c.MaxQuery = 7, 11, 3
 			c.ReadCache = 2 << 20
-			c.CleanInterval = Duration(250 * time.Millisecond)
+			c.CleanInterval = config.Duration(250 * time.Millisecond)
 		}},
 		{name: "size as integer and off", doc: profileHead + "[index.config]\nread_cache = 0\n", want: func(c *Config) { c.ReadCache = 0 }},
 		{name: "size with underscores", doc: profileHead + "[index.config]\nread_cache = 1_000\n", want: func(c *Config) { c.ReadCache = 1000 }},
@@ -54,7 +55,7 @@ clean_interval = "250ms"
 		{name: "duration without unit", doc: profileHead + "[index.config]\nclean_interval = 5\n", err: "a bare number has no unit"},
 		{name: "bad size unit", doc: profileHead + "[index.config]\nread_cache = \"5 parsecs\"\n", err: "invalid size"},
 		{name: "negative size", doc: profileHead + "[index.config]\nread_cache = -1\n", err: "must not be negative"},
-		{name: "slots out of range", doc: profileHead + "[index.config]\nhash_slots = 0\n", err: "hash_slots: 0 is out of range"},
+		{name: "slots out of range", doc: profileHead + "[index.config]\nhash_slots = 0\n", err: "p.toml:11:1: index.config.hash_slots: 0 is out of range"},
 		{name: "entries out of range", doc: profileHead + "[index.config]\nentries_per_file = 1\n", err: "entries_per_file: 1 is out of range"},
 		{name: "file too large", doc: profileHead + "[index.config]\nhash_slots = 500000000\nentries_per_file = 1000000000\n", err: "exceeds"},
 		{name: "max_query out of range", doc: profileHead + "[index.config]\nmax_query = 0\n", err: "max_query"},

@@ -131,16 +131,3 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseByteSize: sizes parse to non-negative whole byte counts.
-func FuzzParseByteSize(f *testing.F) {
-	for _, s := range []string{"64MiB", "1.5GiB", "0", "12 kb", "1e3", "-1", "9999999999TiB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseByteSize(s)
-		if err == nil && v < 0 {
-			t.Fatalf("%q -> %d", s, v)
-		}
-	})
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/config"
 )
 
 var ctx = context.Background()
@@ -585,7 +586,7 @@ func TestRetentionKeepsCheckpointFile(t *testing.T) {
 // TestRetentionLoop: Start runs the check against Host.Positions().Min.
 func TestRetentionLoop(t *testing.T) {
 	c := tinyConfig(5, 4)
-	c.CleanInterval = Duration(time.Millisecond)
+	c.CleanInterval = config.Duration(time.Millisecond)
 	x := openIdx(t, vfs.NewCrashFS(1), "/i", c)
 	l := newTestLog()
 	for range 12 {
