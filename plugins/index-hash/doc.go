@@ -19,10 +19,27 @@
 //
 // The host builds the plugin with New, calls Configure (which opens the
 // directory), registers it as a dispatch listener (storehost.Listener),
-// then Start. Queries go through Query (candidate offsets) or, for
-// answers with hash collisions filtered out, QueryMessages; ByID resolves
-// offset message ids. A read cache (ristretto, Config.ReadCache bytes)
-// serves the records those helpers fetch by offset.
+// then Start. At shutdown it closes the store first (so the last dispatch
+// and checkpoint reach the index), then calls Stop. Queries go through
+// Query (candidate offsets) or, for answers with hash collisions, stale
+// entries and the second-granularity of entry times filtered out,
+// QueryMessages; ByID resolves offset message ids. A read cache
+// (ristretto, Config.ReadCache bytes) serves the records those helpers
+// fetch by offset.
+//
+// # Differences from RocketMQ
+//
+//   - Re-indexing a record the index has passed cuts the index back to it
+//     instead of skipping it (RocketMQ skips records below the last file's
+//     endPhyOffset), so a log truncated and written again is indexed as
+//     written; see Index.
+//   - After a crash the last file is restored to its state at the last
+//     Sync (RocketMQ deletes whole files newer than its checkpoint
+//     timestamp and relies on re-dispatching them).
+//   - A query matches an entry when the second it stands for meets the
+//     time range, so a record stored in the same second as Begin, after
+//     it, is found (RocketMQ compares the second's start and misses it).
+//   - File names are UTC and made unique within a millisecond.
 //
 // The external form is cmd/keel-index-hash, the same plugin behind
 // sdk.Serve.

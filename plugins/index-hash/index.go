@@ -204,8 +204,10 @@ func (x *Index) Start(ctx context.Context, host sdk.Host) error {
 
 // Stop implements sdk.Plugin: it stops the retention check, syncs, marks
 // the checkpoint clean (so the next open skips recovery) and closes the
-// files. Index, Query and Sync fail with sdk.ErrUnavailable afterwards.
-// Calling Stop again returns nil.
+// files. Index, Query and Sync fail with sdk.ErrUnavailable afterwards, so
+// the host stops dispatch (closes the store) first. Calling Stop again
+// returns nil. If the sync fails the checkpoint stays not clean and the
+// next open recovers.
 func (x *Index) Stop(ctx context.Context) error {
 	prev := x.state.Swap(stateStopped)
 	if prev == stateStopped {
