@@ -126,3 +126,22 @@ func (s *Store) dispatchOnce() (int64, error) {
 	}
 	return pos - from, err
 }
+
+// RedispatchFromCheckpoint makes the dispatcher feed queues and listeners
+// again from the last checkpoint's dispatched offset, the point below
+// which every listener has synced. A host calls it after restarting a
+// listener that lost its unsynced state (a crashed external indexer);
+// queues and listeners are idempotent, so records they kept are skipped.
+func (s *Store) RedispatchFromCheckpoint() {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	s.ckptMu.Lock()
+	from := s.ckpt.last.Dispatched
+	s.ckptMu.Unlock()
+	from = max(from, s.minOffset.Load())
+	if from < s.dispatched.Load() {
+		s.log.Info("re-dispatching from the last checkpoint", "from", from, "dispatched", s.dispatched.Load())
+		s.dispatched.Store(from)
+	}
+	s.confirmN.notify()
+}

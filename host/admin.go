@@ -170,6 +170,11 @@ type pluginStatusJSON struct {
 	State    string         `json:"state"`
 	Reason   string         `json:"reason,omitempty"`
 	Status   map[string]any `json:"status,omitempty"`
+	// External plugins only.
+	Pid         int        `json:"pid,omitempty"`
+	Restarts    int        `json:"restarts,omitempty"`
+	LastCrash   *time.Time `json:"last_crash,omitempty"`
+	LastRestart *time.Time `json:"last_restart,omitempty"`
 }
 
 // Status reports the node's state.
@@ -210,6 +215,16 @@ func (n *Node) Status() StatusReport {
 		ps := pluginStatusJSON{Kind: lp.kind, Name: lp.name, External: lp.external, State: s, Reason: why}
 		if s == stateRunning {
 			ps.Status = n.pluginStatus(lp.p)
+		}
+		if sv := supervisorOf(lp.p); sv != nil {
+			var crash, restart time.Time
+			ps.Pid, ps.Restarts, crash, restart = sv.processInfo()
+			if !crash.IsZero() {
+				ps.LastCrash = &crash
+			}
+			if !restart.IsZero() {
+				ps.LastRestart = &restart
+			}
 		}
 		st.Plugins = append(st.Plugins, ps)
 	}

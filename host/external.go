@@ -215,10 +215,26 @@ func (sv *supervisor) restart() error {
 	sv.restarts++
 	sv.lastRestart = time.Now()
 	sv.mu.Unlock()
+	if sv.kind == sdk.KindIndex && sv.n.store != nil {
+		// The dead process lost what it had indexed but not synced.
+		sv.n.store.RedispatchFromCheckpoint()
+	}
 	sv.lp.setState(stateRunning, "")
 	sv.n.metrics.pluginRestarts.Inc()
 	sv.n.log.Info("external plugin restarted", "kind", sv.kind, "path", sv.path, "down_for", time.Since(sv.lastCrash))
 	return nil
+}
+
+// processInfo reports the plugin process's pid (0 while restarting), the
+// number of restarts, and the last crash-to-detection and
+// crash-to-restart latencies.
+func (sv *supervisor) processInfo() (pid, restarts int, lastCrash, lastRestart time.Time) {
+	sv.mu.RLock()
+	defer sv.mu.RUnlock()
+	if sv.client != nil && sv.cur != nil {
+		pid = sv.client.Pid()
+	}
+	return pid, sv.restarts, sv.lastCrash, sv.lastRestart
 }
 
 // Status implements sdk.StatusReporter by forwarding.
@@ -311,4 +327,16 @@ func (e *extIndex) Query(ctx context.Context, q sdk.Query) ([]int64, error) {
 		return nil, err
 	}
 	return p.(sdk.Indexer).Query(ctx, q)
+}
+
+func supervisorOf(p sdk.Plugin) *supervisor {
+	switch e := p.(type) {
+	case *extFlush:
+		return e.supervisor
+	case *extIndex:
+		return e.supervisor
+	case *extRepl:
+		return e.supervisor
+	}
+	return nil
 }

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host"
+	"github.com/keelmq/keel/host/profile"
+	"github.com/keelmq/keel/host/remoting"
+)
+
+const profilesDir = "../../configs/profiles"
+
+// portZero moves every listener of a profile to a free loopback port.
+var portZero = []string{
+	"server.namesrv_addr=127.0.0.1:0", "server.broker_addr=127.0.0.1:0",
+	"server.ha_addr=127.0.0.1:0", "admin.addr=127.0.0.1:0",
+}
+
+var (
+	pluginBinsOnce sync.Once
+	pluginBinsDir  string
+	pluginBinsErr  error
+)
+
+// pluginBins builds the external plugin binaries once into a temp dir.
+func pluginBins(t testing.TB) string {
+	pluginBinsOnce.Do(func() {
+		pluginBinsDir, pluginBinsErr = os.MkdirTemp("", "keel-plugins-")
+		if pluginBinsErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", pluginBinsDir+"/", "../../plugins/index-hash/cmd/keel-index-hash")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			pluginBinsErr = fmt.Errorf("build plugins: %v\n%s", err, out)
+		}
+	})
+	if pluginBinsErr != nil {
+		t.Fatal(pluginBinsErr)
+	}
+	return pluginBinsDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pluginBinsDir != "" {
+		os.RemoveAll(pluginBinsDir)
+	}
+	os.Exit(code)
+}
+
+// TestShippedProfiles loads and checks every profile in configs/profiles:
+// strict decoding, every plugin it names exists and accepts its config,
+// and its durability table is complete.
+func TestShippedProfiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(profilesDir, "*.toml"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("shipped profiles: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			sets := []string{"store.dir=" + t.TempDir()}
+			if raw, _ := os.ReadFile(f); strings.Contains(string(raw), "keel-index-hash") {
+				// External plugins: use the binary this test built.
+				sets = append(sets, "index.path="+filepath.Join(pluginBins(t), "keel-index-hash"))
+			}
+			p, err := profile.Load(f, sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := host.Check(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"producer ack sent", "process crash (kill -9)", "power loss", "loss of the master"}
+			for i, q := range want {
+				if rows[i].Question != q || rows[i].Answer == "" {
+					t.Fatalf("durability row %d = %+v, want %q", i, rows[i], q)
+				}
+			}
+		})
+	}
+	// Master and slave profiles run side by side as shipped.
+	for _, pair := range [][2]string{{"async-master.toml", "async-slave.toml"}, {"sync-master.toml", "sync-slave.toml"}} {
+		m, _ := profile.Load(filepath.Join(profilesDir, pair[0]), nil)
+		s, _ := profile.Load(filepath.Join(profilesDir, pair[1]), nil)
+		seen := map[string]string{}
+		for _, a := range []string{m.Server.NamesrvAddr, m.Server.BrokerAddr, m.Server.HAAddr, m.Admin.Addr, s.Server.NamesrvAddr, s.Server.BrokerAddr, s.Server.HAAddr, s.Admin.Addr} {
+			if a == "" {
+				continue
+			}
+			if other, dup := seen[a]; dup {
+				t.Fatalf("%s and %s both use %s", pair[0], other, a)
+			}
+			seen[a] = pair[0]
+		}
+		if m.Store.Dir == s.Store.Dir {
+			t.Fatalf("%v share a data dir", pair)
+		}
+		if s.Replication.MasterAddr != m.Server.HAAddr {
+			t.Fatalf("%s points at %s, master HA is %s", pair[1], s.Replication.MasterAddr, m.Server.HAAddr)
+		}
+	}
+}
+
+func startNode(t *testing.T, prof string, sets ...string) *host.Node {
+	t.Helper()
+	p, err := profile.Load(filepath.Join(profilesDir, prof), append(append([]string{}, portZero...), sets...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := host.Start(context.Background(), p, host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// send sends one message with the RocketMQ SEND_MESSAGE request and
+// returns the response.
+func send(t *testing.T, addr, topic, body string, props map[string]string) *remoting.Command {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := &remoting.Command{Code: remoting.CodeSendMessage, Language: "GO", Version: 317, Opaque: 7, ExtFields: map[string]string{
+		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": "0", "sysFlag": "0", "bornTimestamp": fmt.Sprint(time.Now().UnixMilli()), "flag": "0",
+		"properties": string(record.EncodeProperties(props)), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+	}, Body: []byte(body)}
+	if _, err := req.WriteTo(c); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := remoting.ReadCommand(bufio.NewReader(c), 16<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestServeLifecycle starts a node on the sync-flush profile, sends over
+// the remoting protocol, checks /status, /metrics and the key query, stops
+// it and finds the message again after a restart.
+func TestServeLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, "sync-flush.toml", "store.dir="+dir, "store.segment_size=8MiB")
+	resp := send(t, n.Addr("broker"), "Orders", "hello", map[string]string{"KEYS": "order-42", "UNIQ_KEY": "U1", "TAGS": "new"})
+	if resp.Code != 0 {
+		t.Fatalf("send: code %d %s", resp.Code, resp.Remark)
+	}
+	msgID := resp.ExtFields["msgId"]
+	admin := "http://" + n.Addr("admin")
+	var st host.StatusReport
+	getJSON(t, admin+"/status", &st)
+	if st.Role != "master" || st.Offsets["flushed"] < st.Offsets["committed"] || st.Offsets["committed"] == 0 {
+		t.Fatalf("status after a sync-flush send: %+v", st)
+	}
+	if len(st.Plugins) != 2 || st.Plugins[0].State != "running" {
+		t.Fatalf("plugins: %+v", st.Plugins)
+	}
+	m := getText(t, admin+"/metrics")
+	for _, want := range []string{"keel_append_messages_total 1", `keel_acks_total{status="SEND_OK"} 1`, "keel_flush_total", "keel_plugin_state{kind=\"flush\",name=\"sync\",state=\"running\"} 1"} {
+		if !strings.Contains(m, want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, m)
+		}
+	}
+	// Query by key through the hash index, once dispatched.
+	deadline := time.Now().Add(5 * time.Second)
+	var found []map[string]any
+	for time.Now().Before(deadline) {
+		found = nil
+		getJSON(t, admin+"/query?topic=Orders&key=order-42", &found)
+		if len(found) == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(found) != 1 || found[0]["body"] != "hello" {
+		t.Fatalf("query by key: %v", found)
+	}
+	var byID map[string]any
+	getJSON(t, admin+"/message?id="+msgID, &byID)
+	if byID["body"] != "hello" {
+		t.Fatalf("message by id %s: %v", msgID, byID)
+	}
+	if err := n.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, "sync-flush.toml", "store.dir="+dir, "store.segment_size=8MiB")
+	defer n.Stop(context.Background())
+	if rec := n.Store().Recovery(); rec.Crashed {
+		t.Fatalf("clean stop recovered as a crash: %+v", rec)
+	}
+	g, err := n.Store().GetMessages("Orders", 0, 0, 10, 1<<20, nil)
+	if err != nil || len(g.Sizes) != 1 {
+		t.Fatalf("after restart: %v %+v", err, g.Status)
+	}
+}
+
+// TestExternalPluginCrash runs the hash index as an external process,
+// kills it with SIGKILL, and checks that the host reports it degraded,
+// restarts it, and that the index answers afterwards for messages sent
+// while it was down.
+func TestExternalPluginCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin binary")
+	}
+	bins := pluginBins(t)
+	old := host.PingEvery
+	host.PingEvery = 100 * time.Millisecond
+	defer func() { host.PingEvery = old }()
+	n := startNode(t, "default.toml", "store.dir="+t.TempDir(), "store.segment_size=8MiB",
+		"index.plugin=", "index.path="+filepath.Join(bins, "keel-index-hash"))
+	defer n.Stop(context.Background())
+	admin := "http://" + n.Addr("admin")
+	if r := send(t, n.Addr("broker"), "T", "before", map[string]string{"KEYS": "k1"}); r.Code != 0 {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	var st host.StatusReport
+	getJSON(t, admin+"/status", &st)
+	var pid int
+	for _, p := range st.Plugins {
+		if p.Kind == "index" {
+			pid = p.Pid
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no external index pid in %+v", st.Plugins)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var detected, restarted time.Duration
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && restarted == 0; time.Sleep(5 * time.Millisecond) {
+		getJSON(t, admin+"/status", &st)
+		for _, p := range st.Plugins {
+			if p.Kind != "index" {
+				continue
+			}
+			if p.State == "degraded" && detected == 0 {
+				detected = time.Since(killed)
+			}
+			if p.Restarts == 1 && p.State == "running" && p.Pid != pid {
+				restarted = time.Since(killed)
+				if detected == 0 {
+					detected = p.LastCrash.Sub(killed)
+				}
+			}
+		}
+	}
+	if restarted == 0 {
+		t.Fatalf("plugin not restarted: %+v", st.Plugins)
+	}
+	t.Logf("external plugin SIGKILL: detected after %v, restarted after %v", detected, restarted)
+	if r := send(t, n.Addr("broker"), "T", "after", map[string]string{"KEYS": "k2"}); r.Code != 0 {
+		t.Fatalf("send after restart: %d %s", r.Code, r.Remark)
+	}
+	for _, key := range []string{"k1", "k2"} {
+		var found []map[string]any
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			found = nil
+			getJSON(t, admin+"/query?topic=T&key="+key, &found)
+			if len(found) == 1 {
+				break
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("key %s not found after the plugin restart: %v", key, found)
+		}
+	}
+}
