@@ -27,7 +27,7 @@ func TestSendSyncThenPushConsumerReceivesAll(t *testing.T) {
 	p := newProducer(t, k.Namesrv, "all-producer")
 
 	msgIDs := map[string]string{} // body -> SendResult.MsgID
-	lastOffset := map[int]int64{}  // queue -> last queue offset acked
+	lastOffset := map[int]int64{} // queue -> last queue offset acked
 	var bodies []string
 	send := func(from, n int) {
 		for i := from; i < from+n; i++ {

@@ -146,5 +146,5 @@ func (l *clientLogger) Error(msg string, fields map[string]interface{}) {
 func (l *clientLogger) Fatal(msg string, fields map[string]interface{}) {
 	l.add("FATAL", msg, fields)
 }
-func (l *clientLogger) Level(string)             {}
+func (l *clientLogger) Level(string)            {}
 func (l *clientLogger) OutputPath(string) error { return nil }
