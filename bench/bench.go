@@ -16,6 +16,9 @@
 //	               recovery
 //	--scratch DIR  where benchmark stores live (default OUT/scratch; it must
 //	               be on the disk you want to measure), removed afterwards
+//	--plugin-dir DIR  where external plugin binaries are (keel-flush,
+//	               keel-index-hash); default: next to the executable, ./bin,
+//	               PATH. Cells in external mode are skipped without them.
 //
 // The recovery workload re-executes the running program with the same
 // arguments and recovery.ChildEnv set; Main handles that case itself
@@ -68,6 +71,10 @@ type Options struct {
 	Scratch string
 	// Skip leaves parts out (PartCeiling, ...).
 	Skip map[string]bool
+	// PluginDirs are searched first for external plugin binaries
+	// (keel-flush, keel-index-hash); then the running executable's
+	// directory, ./bin and PATH.
+	PluginDirs []string
 	// Progress receives live progress (default os.Stderr); Summary the
 	// final table (default os.Stdout).
 	Progress, Summary io.Writer
@@ -82,6 +89,7 @@ func Main(args []string) error {
 	quick := fl.Bool("quick", false, "trim durations and repeats to finish in under 3 minutes")
 	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery")
 	scratch := fl.String("scratch", "", "directory for benchmark stores (default OUT/scratch)")
+	pluginDir := fl.String("plugin-dir", "", "directory holding external plugin binaries (keel-flush, keel-index-hash); default: next to this executable, ./bin, PATH")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -99,6 +107,9 @@ func Main(args []string) error {
 		cfg = cfg.Quick()
 	}
 	o := Options{ConfigFile: *cfgPath, Out: *out, Quick: *quick, Scratch: *scratch, Skip: map[string]bool{}}
+	if *pluginDir != "" {
+		o.PluginDirs = []string{*pluginDir}
+	}
 	for _, s := range strings.Split(*skip, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
@@ -134,6 +145,7 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 		return nil, fmt.Errorf("bench: create scratch dir: %w", err)
 	}
 	defer os.RemoveAll(o.Scratch)
+	registerExternal(o.PluginDirs)
 	res := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "keel bench", Config: cfg.Name, ConfigFile: o.ConfigFile,
 		Quick: o.Quick, StartedAt: time.Now(), Machine: machineInfo(o.Scratch),
 		Settings: report.Settings{DurationMs: cfg.Duration.D().Milliseconds(), WarmupMs: cfg.Warmup.D().Milliseconds(),

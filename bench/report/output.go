@@ -148,8 +148,8 @@ func (r *Results) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\n", c.Key(), c.Status, truncate(c.Note, 60))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\tok\t%s\t%.1f\t%s\t%s\t%s\t%.2f\t%.0f\t%.0f%% of %s\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax),
-			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, 100*c.CeilingRatio, c.Ceiling)
+		fmt.Fprintf(tw, "%s\tok\t%s\t%.1f\t%s\t%s\t%s\t%.2f\t%.0f\t%s\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax),
+			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, ceilingStr(c))
 	}
 	if len(r.Peers) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
@@ -176,6 +176,14 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// ceilingStr is "87% of group commit p64", or "n/a" without a ceiling.
+func ceilingStr(c Cell) string {
+	if c.Ceiling == "" || c.CeilingValue <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%% of %s", 100*c.CeilingRatio, c.Ceiling)
 }
 
 func truncate(s string, n int) string {
@@ -256,8 +264,8 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 		if c.Workload == "produce-consume" {
 			extra = fmt.Sprintf(" (consumed %s/s, e2e p99 %s)", human(c.ConsumeMsgsPerSec), us(c.EndToEndP99us))
 		}
-		p("| `%s` | %s%s | %.1f | %s | %s | %s | %.2f | %.0f | %s | %.0f%% of %s | %s |\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax), extra,
-			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, sizeStr(c.ReplLagMaxBytes), 100*c.CeilingRatio, c.Ceiling, statusStr(c.Statuses))
+		p("| `%s` | %s%s | %.1f | %s | %s | %s | %.2f | %.0f | %s | %s | %s |\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax), extra,
+			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, sizeStr(c.ReplLagMaxBytes), ceilingStr(c), statusStr(c.Statuses))
 	}
 	p("\n![ack latency CDFs](%s%s)\n\n", chartPrefix, FileLatency)
 
