@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -317,22 +318,26 @@ func (r *remotePlugin) Start(ctx context.Context, host Host) error {
 		return s
 	})
 	_, err := r.lc.Start(ctx, &pluginpb.StartRequest{HostBrokerId: id})
+	if err != nil {
+		// The broker creates the server as soon as its listener exists;
+		// stop it when it does (it never does if the listener failed).
+		go func() {
+			select {
+			case srv := <-srvCh:
+				srv.Stop()
+			case <-time.After(time.Minute):
+			case <-r.c.Done():
+			}
+		}()
+		return fromStatus(err)
+	}
+	// Start succeeded, so the plugin dialed the listener: the server exists
+	// or is about to.
 	var srv *grpc.Server
 	select {
 	case srv = <-srvCh:
-	default:
-		// The plugin failed before dialing; the broker gives up on the
-		// listener by itself.
-	}
-	if err != nil {
-		if srv != nil {
-			srv.Stop()
-		}
-		return fromStatus(err)
-	}
-	if srv == nil {
-		// Start succeeded, so the plugin dialed: the server exists.
-		srv = <-srvCh
+	case <-r.c.Done():
+		return fmt.Errorf("start %s plugin %s: plugin exited: %w", r.kind, r.c.path, ErrUnavailable)
 	}
 	r.mu.Lock()
 	r.hostSrv = srv
@@ -611,14 +616,14 @@ func (s *hostServer) Log(ctx context.Context, r *pluginpb.LogBatch) (*pluginpb.E
 // re-emits at their level with their keys and values) land in the host's
 // slog logger. name is added as the "logger" attribute.
 func NewHCLogAdapter(l *slog.Logger, name string) hclog.Logger {
-	return &hcAdapter{l: l, name: name}
+	return &hcAdapter{l: l, name: name, level: new(atomic.Int32)}
 }
 
 type hcAdapter struct {
 	l     *slog.Logger
 	name  string
 	args  []any
-	level hclog.Level // NoLevel: follow the slog handler
+	level *atomic.Int32 // an hclog.Level; NoLevel: follow the slog handler
 }
 
 func slogLevel(l hclog.Level) slog.Level {
@@ -657,7 +662,7 @@ func (a *hcAdapter) Log(level hclog.Level, msg string, args ...any) {
 }
 
 func (a *hcAdapter) enabled(level hclog.Level) bool {
-	if a.level != hclog.NoLevel && level < a.level {
+	if floor := hclog.Level(a.level.Load()); floor != hclog.NoLevel && level < floor {
 		return false
 	}
 	return a.l.Enabled(context.Background(), slogLevel(level))
@@ -698,7 +703,7 @@ func (a *hcAdapter) ResetNamed(name string) hclog.Logger {
 	return &b
 }
 
-func (a *hcAdapter) SetLevel(level hclog.Level) { a.level = level }
+func (a *hcAdapter) SetLevel(level hclog.Level) { a.level.Store(int32(level)) }
 
 func (a *hcAdapter) GetLevel() hclog.Level {
 	for _, l := range []hclog.Level{hclog.Trace, hclog.Debug, hclog.Info, hclog.Warn, hclog.Error} {

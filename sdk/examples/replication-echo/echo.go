@@ -47,9 +47,13 @@ type Config struct {
 	BatchBytes   int    `toml:"batch_bytes"`
 }
 
+// A master sends a heartbeat when it has had nothing to send for
+// heartbeatEvery; the slave answers each with an ack. Either side gives
+// the connection up after readTimeout without hearing from the other (a
+// slave whose disk stalls a few seconds is given the benefit of the doubt).
 const (
-	heartbeatEvery = 300 * time.Millisecond
-	readTimeout    = 3 * heartbeatEvery
+	heartbeatEvery = 500 * time.Millisecond
+	readTimeout    = 10 * heartbeatEvery
 )
 
 // Plugin is the echo replicator. Use New; the zero value is not ready.
