@@ -424,6 +424,8 @@ type remoteHost struct {
 	err     error         // why the stream last failed
 	notify  chan struct{} // closed and replaced on every change
 	closed  bool
+	reset   bool               // the stream is being restarted (after a truncation)
+	wcancel context.CancelFunc // ends the current stream
 	watchWG sync.WaitGroup
 
 	// log queue
@@ -507,8 +509,10 @@ func (h *remoteHost) WaitCommitted(ctx context.Context, after int64) (int64, err
 		}
 		if !h.running {
 			h.running = true
+			wctx, cancel := context.WithCancel(h.ctx)
+			h.wcancel = cancel
 			h.watchWG.Add(1)
-			go h.watch()
+			go h.watch(wctx)
 		}
 		ch := h.notify
 		h.wmu.Unlock()
@@ -521,8 +525,9 @@ func (h *remoteHost) WaitCommitted(ctx context.Context, after int64) (int64, err
 	}
 }
 
-// watch runs the WatchCommitted stream until it fails or the host closes.
-func (h *remoteHost) watch() {
+// watch runs the WatchCommitted stream until it fails, is reset, or the
+// host closes.
+func (h *remoteHost) watch(ctx context.Context) {
 	defer h.watchWG.Done()
 	err := func() error {
 		h.wmu.Lock()
@@ -531,7 +536,7 @@ func (h *remoteHost) watch() {
 			after = h.latest
 		}
 		h.wmu.Unlock()
-		stream, err := h.c.WatchCommitted(h.ctx, &pluginpb.Offset{Offset: after})
+		stream, err := h.c.WatchCommitted(ctx, &pluginpb.Offset{Offset: after})
 		if err != nil {
 			return err
 		}
@@ -541,7 +546,7 @@ func (h *remoteHost) watch() {
 				return err
 			}
 			h.wmu.Lock()
-			if !h.have || m.Offset > h.latest {
+			if ctx.Err() == nil && (!h.have || m.Offset > h.latest) {
 				h.latest, h.have = m.Offset, true
 				close(h.notify)
 				h.notify = make(chan struct{})
@@ -551,6 +556,15 @@ func (h *remoteHost) watch() {
 	}()
 	h.wmu.Lock()
 	h.running = false
+	h.wcancel()
+	if h.reset && !h.closed {
+		// Restarted on purpose: waiters start a fresh stream.
+		h.reset = false
+		close(h.notify)
+		h.notify = make(chan struct{})
+		h.wmu.Unlock()
+		return
+	}
 	if !h.closed {
 		h.err = fmt.Errorf("watch committed offset: %w", fromStatus(err))
 	}
@@ -589,8 +603,19 @@ func (h *remoteHost) AppendLog(ctx context.Context, offset int64, data []byte) e
 	return fromStatus(err)
 }
 
+// TruncateLog also forgets the cached committed offset, which the
+// truncation may have lowered: the next WaitCommitted starts a new stream.
 func (h *remoteHost) TruncateLog(ctx context.Context, offset int64) error {
 	_, err := h.c.TruncateLog(ctx, &pluginpb.Offset{Offset: offset})
+	if err == nil {
+		h.wmu.Lock()
+		h.have = false
+		if h.running {
+			h.reset = true
+			h.wcancel()
+		}
+		h.wmu.Unlock()
+	}
 	return fromStatus(err)
 }
 

@@ -249,6 +249,30 @@ func TestWaitCommittedStreamed(t *testing.T) {
 	t.Logf("2000 appends woke the host-side stream %d times", h.waits.Load()-before)
 }
 
+// After TruncateLog the plugin's cached committed offset is not stale.
+func TestWaitCommittedAfterTruncate(t *testing.T) {
+	s, h := hostEnv(t, nil)
+	_, x := startProbe(t, h, nil)
+	appendN(t, s, 10)
+	end := s.Positions().Committed
+	cut := s.Positions().Min
+	b, err := s.ReadLog(cut, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut += int64(len(b)) // the end of the first record
+	res, err := x.Query(context.Background(), sdk.Query{Topic: "__host", Key: fmt.Sprintf("truncate %d", cut), Max: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0] != end || res[1] != cut {
+		t.Fatalf("WaitCommitted before and after truncating %d to %d: %v", end, cut, res)
+	}
+	if c := s.Positions().Committed; c != cut {
+		t.Fatalf("store committed %d after TruncateLog(%d)", c, cut)
+	}
+}
+
 func TestOptionalInterfaces(t *testing.T) {
 	_, h := hostEnv(t, nil)
 	c, x := startProbe(t, h, nil)

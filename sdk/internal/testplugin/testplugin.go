@@ -331,6 +331,8 @@ func (x *MemIndex) Indexed() int64 {
 //   - "__host", key = "positions N": calls Host.Positions N times and
 //     returns [elapsed ns]; "readlog-bad": returns Host.ReadLog's error at
 //     offset -1 unchanged; "wait A": returns [Host.WaitCommitted(A)];
+//     "truncate X": returns [WaitCommitted(-1), then TruncateLog(X) and
+//     WaitCommitted(-1) again];
 //     "waitn N": calls WaitCommitted N+1 times for offsets already
 //     committed and returns [the committed offset];
 //     "flush": returns [Host.Flush()].
@@ -402,6 +404,17 @@ func (p *Probe) Query(ctx context.Context, q sdk.Query) ([]int64, error) {
 				}
 			}
 			return []int64{c}, nil
+		case len(f) == 2 && f[0] == "truncate":
+			x, _ := strconv.ParseInt(f[1], 10, 64)
+			c1, err := p.host.WaitCommitted(ctx, -1)
+			if err != nil {
+				return nil, err
+			}
+			if err := p.host.TruncateLog(ctx, x); err != nil {
+				return nil, err
+			}
+			c2, err := p.host.WaitCommitted(ctx, -1)
+			return []int64{c1, c2}, err
 		case len(f) == 1 && f[0] == "flush":
 			c, err := p.host.Flush(ctx)
 			return []int64{c}, err
