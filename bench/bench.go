@@ -32,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -120,6 +121,9 @@ func Main(args []string) error {
 		}
 		o.Skip[s] = true
 	}
+	// Plugins log through slog's default logger; keep the progress
+	// display readable and show only warnings and errors.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	_, err = Run(ctx, cfg, o)

@@ -239,8 +239,12 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	fpol := runner.Policy()
 	var repl Replication
 	var rpol sdk.ReplicationPolicy
+	renv := ReplEnv{SlaveDir: filepath.Join(spec.Dir, "slave"), StateDir: filepath.Join(spec.Dir, "repl"), SegmentSize: spec.SegmentSize, Logger: logger}
 	if ri.New != nil {
-		if repl, err = ri.New(); err != nil {
+		if err := vfs.OS.MkdirAll(renv.StateDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create replication dir: %w", err)
+		}
+		if repl, err = ri.New(renv); err != nil {
 			return nil, fmt.Errorf("make replication %q: %w", c.Replication, err)
 		}
 		rpol = repl.Policy()
@@ -291,7 +295,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 		}
 	}()
 	if repl != nil {
-		if err := repl.Start(ctx, sh, ReplEnv{SlaveDir: filepath.Join(spec.Dir, "slave"), SegmentSize: spec.SegmentSize, Logger: logger}); err != nil {
+		if err := repl.Start(ctx, sh, renv); err != nil {
 			return nil, fmt.Errorf("start replication %q: %w", c.Replication, err)
 		}
 		defer func() {
@@ -304,6 +308,21 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	// Prime: the first append creates the first segment (on the slave
 	// too), synchronously; do it before the clock starts so the window
 	// measures the steady state, not store creation.
+	if repl != nil {
+		// A replicating master may start fenced until its replica's
+		// handshake (sdk/replication's start_fenced = "empty").
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			fenced, why := sh.Fenced()
+			if !fenced {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return nil, fmt.Errorf("replication %q: master still fenced after 30 s: %s", c.Replication, why)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	if err := prime(ctx, store, sh, repl != nil); err != nil {
 		return nil, err
 	}

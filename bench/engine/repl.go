@@ -34,14 +34,18 @@ type Replication interface {
 
 // ReplEnv is what a Replication may use.
 type ReplEnv struct {
-	// SlaveDir is an empty directory for a slave store on the same disk.
+	// SlaveDir is a directory (created by the Replication) for a slave
+	// store on the same disk; StateDir an existing empty directory for the
+	// replication's own files (plugins' DataDir).
 	SlaveDir    string
+	StateDir    string
 	SegmentSize int64
 	Logger      *slog.Logger
 }
 
-// ReplicationFactory makes a fresh Replication for one run.
-type ReplicationFactory func() (Replication, error)
+// ReplicationFactory makes a fresh Replication for one run; env is the
+// same as Start will get.
+type ReplicationFactory func(env ReplEnv) (Replication, error)
 
 // ReplImpl is a registered replication implementation.
 type ReplImpl struct {
@@ -68,8 +72,8 @@ func LookupReplication(name, mode string) (ReplImpl, bool) {
 }
 
 func init() {
-	RegisterReplication("async", "builtin", "emulated", func() (Replication, error) { return NewMasterSlave(false, 3*time.Second), nil })
-	RegisterReplication("sync", "builtin", "emulated", func() (Replication, error) { return NewMasterSlave(true, 3*time.Second), nil })
+	RegisterReplication("async", "builtin", "emulated", func(ReplEnv) (Replication, error) { return NewMasterSlave(false, 3*time.Second), nil })
+	RegisterReplication("sync", "builtin", "emulated", func(ReplEnv) (Replication, error) { return NewMasterSlave(true, 3*time.Second), nil })
 }
 
 // MasterSlave emulates RocketMQ master/slave HA in one process: a slave

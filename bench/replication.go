@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/keelmq/keel/bench/engine"
+	"github.com/keelmq/keel/core"
+	replicationasync "github.com/keelmq/keel/plugins/replication-async"
+	replicationsync "github.com/keelmq/keel/plugins/replication-sync"
+	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/storehost"
+)
+
+// pluginPair runs a real replication plugin as a master (on the cell's
+// store) and a second instance as its slave (on a slave store in the same
+// process), connected over 127.0.0.1 by the plugins' own HA protocol.
+type pluginPair struct {
+	name       string
+	newRepl    func() sdk.Replicator
+	master     sdk.Replicator
+	slave      sdk.Replicator
+	slaveStore *core.Store
+	pol        sdk.ReplicationPolicy
+	started    []sdk.Replicator
+}
+
+const benchSecret = "keel-bench-secret"
+
+func newPluginPair(name string, newRepl func() sdk.Replicator, env engine.ReplEnv) (engine.Replication, error) {
+	p := &pluginPair{name: name, newRepl: newRepl, master: newRepl()}
+	dir := filepath.Join(env.StateDir, "master")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := sdk.Config{Name: name, Section: string(sdk.KindReplication), Role: "master", Addr: "127.0.0.1:0", Secret: benchSecret, DataDir: dir}
+	if err := p.master.Configure(context.Background(), cfg); err != nil {
+		return nil, fmt.Errorf("configure %s replication master: %w", name, err)
+	}
+	p.pol = p.master.AckPolicy()
+	return p, nil
+}
+
+func (p *pluginPair) Policy() sdk.ReplicationPolicy { return p.pol }
+
+func (p *pluginPair) Start(ctx context.Context, master *storehost.Host, env engine.ReplEnv) error {
+	if err := p.master.Start(ctx, master); err != nil {
+		return fmt.Errorf("start %s replication master: %w", p.name, err)
+	}
+	p.started = append(p.started, p.master)
+	a, ok := p.master.(interface{ Addr() string })
+	if !ok || a.Addr() == "" {
+		return fmt.Errorf("%s replication master does not tell its HA address", p.name)
+	}
+	st, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger,
+		MaxMessageSize: engine.MaxMessageSize(env.SegmentSize)})
+	if err != nil {
+		return fmt.Errorf("open slave store: %w", err)
+	}
+	p.slaveStore = st
+	dir := filepath.Join(env.StateDir, "slave")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	p.slave = p.newRepl()
+	cfg := sdk.Config{Name: p.name, Section: string(sdk.KindReplication), Role: "slave", PeerAddr: a.Addr(), Secret: benchSecret, DataDir: dir}
+	if err := p.slave.Configure(ctx, cfg); err != nil {
+		return fmt.Errorf("configure %s replication slave: %w", p.name, err)
+	}
+	if err := p.slave.Start(ctx, storehost.New(st, env.Logger)); err != nil {
+		return fmt.Errorf("start %s replication slave: %w", p.name, err)
+	}
+	p.started = append(p.started, p.slave)
+	return nil
+}
+
+func (p *pluginPair) Stop(ctx context.Context) error {
+	var errs []error
+	for i := len(p.started) - 1; i >= 0; i-- {
+		errs = append(errs, p.started[i].Stop(ctx))
+	}
+	if p.slaveStore != nil {
+		errs = append(errs, p.slaveStore.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func init() {
+	engine.RegisterReplication(replicationsync.Name, "builtin", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
+		return newPluginPair(replicationsync.Name, replicationsync.NewReplicator, env)
+	})
+	engine.RegisterReplication(replicationasync.Name, "builtin", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
+		return newPluginPair(replicationasync.Name, replicationasync.NewReplicator, env)
+	})
+}
