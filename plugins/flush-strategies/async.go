@@ -52,12 +52,13 @@ func (s *asyncStrategy) AckPolicy() sdk.FlushPolicy { return sdk.FlushPolicy{} }
 // Start implements sdk.Plugin.
 func (s *asyncStrategy) Start(ctx context.Context, host sdk.Host) error {
 	return s.start(ctx, host, func(ctx context.Context) {
-		s.flushLoop(ctx, s.cfg.Interval.Duration, s.cfg.ThoroughInterval.Duration, s.cfg.LeastPages)
+		s.flushLoop(ctx, s.cfg.Interval.D(), s.cfg.ThoroughInterval.D(), s.cfg.LeastPages)
 	})
 }
 
 // Stop implements sdk.Plugin: the flusher exits, then everything committed
-// is flushed once more.
+// is flushed once more (best effort: a failure is logged and counted, and
+// Stop returns nil; the store's Close reports it again).
 func (s *asyncStrategy) Stop(ctx context.Context) error {
 	return s.stop(ctx, func(ctx context.Context) error { _, err := s.flush(ctx); return err })
 }
@@ -161,12 +162,13 @@ func (s *bufferedStrategy) AckPolicy() sdk.FlushPolicy { return sdk.FlushPolicy{
 // Start implements sdk.Plugin.
 func (s *bufferedStrategy) Start(ctx context.Context, host sdk.Host) error {
 	return s.start(ctx, host, s.commitLoop, func(ctx context.Context) {
-		s.flushLoop(ctx, s.cfg.Interval.Duration, s.cfg.ThoroughInterval.Duration, s.cfg.LeastPages)
+		s.flushLoop(ctx, s.cfg.Interval.D(), s.cfg.ThoroughInterval.D(), s.cfg.LeastPages)
 	})
 }
 
 // Stop implements sdk.Plugin: both loops exit, then the buffer is
-// committed and everything flushed once more.
+// committed and everything flushed once more (best effort, as async's
+// Stop).
 func (s *bufferedStrategy) Stop(ctx context.Context) error {
 	return s.stop(ctx, func(ctx context.Context) error {
 		if _, err := s.commit(ctx); err != nil {
@@ -179,7 +181,7 @@ func (s *bufferedStrategy) Stop(ctx context.Context) error {
 
 // commitLoop is CommitRealTimeService: commit every CommitInterval.
 func (s *bufferedStrategy) commitLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.CommitInterval.Duration)
+	t := time.NewTicker(s.cfg.CommitInterval.D())
 	defer t.Stop()
 	var backoff time.Duration
 	for {

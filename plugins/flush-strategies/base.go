@@ -96,7 +96,10 @@ func (b *base) start(ctx context.Context, host sdk.Host, loops ...func(context.C
 }
 
 // stop ends the loops, waits for them, then runs final (the last commit
-// and flush) with ctx. It is idempotent; stop without start does nothing.
+// and flush) with ctx. A failure of final is logged through the host and
+// counted, not returned: the strategy has stopped either way, and the
+// store's own Close flushes once more and reports. It is idempotent; stop
+// without start does nothing.
 func (b *base) stop(ctx context.Context, final func(context.Context) error) error {
 	b.lifeMu.Lock()
 	defer b.lifeMu.Unlock()
@@ -110,9 +113,9 @@ func (b *base) stop(ctx context.Context, final func(context.Context) error) erro
 	if final == nil {
 		return nil
 	}
-	if err := final(ctx); err != nil {
-		return fmt.Errorf("stop %s flush strategy: final flush: %w", b.name, err)
-	}
+	// Best effort: flush and commit log and count their own failures, and
+	// the host's Close of the store flushes again and reports there.
+	_ = final(ctx)
 	return nil
 }
 

@@ -71,7 +71,7 @@ func runPowerCuts(t *testing.T, cc crashConfig, cuts, cutsPerFS int, seed int64)
 	// known: offset -> record body of every record that may be in the log.
 	var known map[int64][]byte
 	var acked []core.AppendResult
-	visible := configured(t, cc.name, cc.body).AckPolicy().VisibleAfterFlush
+	pol := configured(t, cc.name, cc.body).AckPolicy()
 	var s *core.Store
 	for cut := 0; cut < cuts; cut++ {
 		if cut%cutsPerFS == 0 {
@@ -89,7 +89,10 @@ func runPowerCuts(t *testing.T, cc crashConfig, cuts, cutsPerFS int, seed int64)
 				// not follow Y"), which is not what this test is about.
 				CQEntriesPerFile:  2048,
 				CheckpointEvery:   time.Duration(1+rng.Intn(5)) * time.Millisecond,
-				VisibleAfterFlush: visible,
+				VisibleAfterFlush: pol.VisibleAfterFlush,
+			}
+			if pol.WriteBuffer {
+				o.WriteBuffer = 16 << 10
 			}
 			var err error
 			if s, err = core.Open(o); err != nil {
@@ -97,16 +100,16 @@ func runPowerCuts(t *testing.T, cc crashConfig, cuts, cutsPerFS int, seed int64)
 			}
 		}
 
+		var cpu sync.RWMutex // held for reading by whatever stores into a mapping
 		strat := configured(t, cc.name, cc.body)
-		h := storehost.New(s, quietLogs)
+		h := gatedHost{storehost.New(s, quietLogs), &cpu}
 		if err := strat.Start(bg, h); err != nil {
 			t.Fatalf("cut %d: start: %v", cut, err)
 		}
 
 		ctx, cancel := context.WithCancel(bg)
 		var (
-			cpu      sync.RWMutex // producers hold it for reading while storing into the mapping
-			mu       sync.Mutex   // guards crashed, newAcks, written
+			mu       sync.Mutex // guards crashed, newAcks, written
 			crashed  bool
 			newAcks  []core.AppendResult
 			written  = map[int64][]byte{}
@@ -345,4 +348,74 @@ func TestPowerCutBuffered(t *testing.T) {
 	}
 }
 
-var _ sdk.Host = (*storehost.Host)(nil)
+// gatedHost holds cpu for reading during Commit, which copies the write
+// buffer into mapped segments: a simulated power cut must not run
+// concurrently with stores into a mapping (vfs.CrashFS's rule).
+type gatedHost struct {
+	*storehost.Host
+	cpu *sync.RWMutex
+}
+
+var _ sdk.Host = gatedHost{}
+
+func (g gatedHost) Commit(ctx context.Context) (int64, error) {
+	g.cpu.RLock()
+	defer g.cpu.RUnlock()
+	return g.Host.Commit(ctx)
+}
+
+// TestBufferedOnWriteBufferStore runs the buffered strategy on a store
+// with a write buffer: appends stay invisible (not committed) until a
+// commit round, then become committed and, after a flush round, durable.
+func TestBufferedOnWriteBufferStore(t *testing.T) {
+	fs := vfs.NewCrashFS(1)
+	s, err := core.Open(core.Options{Dir: "/wb", FS: fs, Logger: quietLogs, SegmentSize: 1 << 20,
+		MaxMessageSize: 4 << 10, CQEntriesPerFile: 1024, WriteBuffer: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	strat := configured(t, NameBuffered, "commit_interval = \"150ms\"\ninterval = \"5ms\"\nleast_pages = 0\n")
+	if !strat.AckPolicy().WriteBuffer {
+		t.Fatal("buffered does not ask for a write buffer")
+	}
+	if err := strat.Start(bg, storehost.New(s, quietLogs)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var end int64
+	for i := 0; i < 50; i++ {
+		r, err := s.Append(testMessage("WB", 0, []byte(fmt.Sprintf("wb-%d", i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		end = r.End()
+	}
+	p := s.Positions()
+	if time.Since(start) < 100*time.Millisecond && (p.Committed >= end || p.Wrote != end) {
+		t.Fatalf("before the first commit round: wrote %d committed %d, want wrote %d and nothing committed", p.Wrote, p.Committed, end)
+	}
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if err := s.WaitFlushed(ctx, end); err != nil {
+		t.Fatalf("not flushed: %v (positions %+v)", err, s.Positions())
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Fatalf("flushed after %v, before the first commit round could run", d)
+	}
+	// Stop commits what the buffer still holds.
+	r, err := s.Append(testMessage("WB", 0, []byte("last")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strat.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Positions(); p.Committed != r.End() || p.Flushed != r.End() {
+		t.Fatalf("after Stop: %+v, want committed and flushed %d", p, r.End())
+	}
+	b, _ := strat.(sdk.MetricsWriter).WriteMetrics(bg)
+	if metricValue(t, b, `keel_flush_commits_total{strategy="buffered"}`) < 2 {
+		t.Fatalf("commits not counted:\n%s", b)
+	}
+}

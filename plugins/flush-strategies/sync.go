@@ -54,7 +54,7 @@ func (s *syncStrategy) Configure(ctx context.Context, cfg sdk.Config) error {
 
 // AckPolicy implements sdk.FlushStrategy.
 func (s *syncStrategy) AckPolicy() sdk.FlushPolicy {
-	return sdk.FlushPolicy{WaitFlush: true, Timeout: s.cfg.Timeout.Duration, VisibleAfterFlush: true}
+	return sdk.FlushPolicy{WaitFlush: true, Timeout: s.cfg.Timeout.D(), VisibleAfterFlush: true}
 }
 
 // Start implements sdk.Plugin.
@@ -63,7 +63,9 @@ func (s *syncStrategy) Start(ctx context.Context, host sdk.Host) error {
 }
 
 // Stop implements sdk.Plugin: the flusher exits, then everything committed
-// is flushed once more so no waiting producer is left behind.
+// is flushed once more so no waiting producer is left behind (best effort:
+// a failure is logged and counted, and Stop returns nil; the store's Close
+// reports it again).
 func (s *syncStrategy) Stop(ctx context.Context) error {
 	return s.stop(ctx, func(ctx context.Context) error { _, err := s.flush(ctx); return err })
 }
@@ -144,7 +146,7 @@ func (s *adaptiveStrategy) Configure(ctx context.Context, cfg sdk.Config) error 
 
 // AckPolicy implements sdk.FlushStrategy (as sync).
 func (s *adaptiveStrategy) AckPolicy() sdk.FlushPolicy {
-	return sdk.FlushPolicy{WaitFlush: true, Timeout: s.cfg.Timeout.Duration, VisibleAfterFlush: true}
+	return sdk.FlushPolicy{WaitFlush: true, Timeout: s.cfg.Timeout.D(), VisibleAfterFlush: true}
 }
 
 // Start implements sdk.Plugin.
@@ -189,9 +191,9 @@ func (s *adaptiveStrategy) run(ctx context.Context) {
 // or no append arrives for IdleGap.
 func (s *adaptiveStrategy) hold(ctx context.Context, c, target int64) {
 	t0 := time.Now()
-	deadline := t0.Add(s.cfg.MaxWait.Duration)
+	deadline := t0.Add(s.cfg.MaxWait.D())
 	for c < target {
-		gap := min(s.cfg.IdleGap.Duration, time.Until(deadline))
+		gap := min(s.cfg.IdleGap.D(), time.Until(deadline))
 		if gap <= 0 {
 			break
 		}
