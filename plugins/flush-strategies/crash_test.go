@@ -319,6 +319,7 @@ func TestPowerCutSync(t *testing.T) {
 // TestPowerCutAdaptive: as TestPowerCutSync, fewer cuts, for the adaptive
 // strategy with holds forced on.
 func TestPowerCutAdaptive(t *testing.T) {
+	t.Parallel()
 	st := runPowerCuts(t, crashConfig{name: NameAdaptive, waitAck: true,
 		body: "max_wait = \"500us\"\nidle_gap = \"100us\"\nmin_pending_bytes = 1\n"}, 150, 50, crashSeed(t))
 	t.Logf("%+v", st)
@@ -330,8 +331,9 @@ func TestPowerCutAdaptive(t *testing.T) {
 // TestPowerCutAsync: under async flushing a cut loses at most what was
 // written after the last completed flush, and never exposes a torn record.
 func TestPowerCutAsync(t *testing.T) {
+	t.Parallel()
 	st := runPowerCuts(t, crashConfig{name: NameAsync,
-		body: "interval = \"1ms\"\nleast_pages = 1\nthorough_interval = \"3ms\"\n"}, 300, 50, crashSeed(t))
+		body: "interval = \"1ms\"\nleast_pages = 1\nthorough_interval = \"3ms\"\n"}, 200, 50, crashSeed(t))
 	t.Logf("%+v", st)
 	if st.lostBeyondFlush == 0 {
 		t.Fatalf("no cut lost unflushed data: the test did not exercise async loss: %+v", st)
@@ -340,8 +342,9 @@ func TestPowerCutAsync(t *testing.T) {
 
 // TestPowerCutBuffered: as TestPowerCutAsync for the buffered strategy.
 func TestPowerCutBuffered(t *testing.T) {
+	t.Parallel()
 	st := runPowerCuts(t, crashConfig{name: NameBuffered,
-		body: "commit_interval = \"1ms\"\ninterval = \"1ms\"\nleast_pages = 1\nthorough_interval = \"3ms\"\n"}, 300, 50, crashSeed(t))
+		body: "commit_interval = \"1ms\"\ninterval = \"1ms\"\nleast_pages = 1\nthorough_interval = \"3ms\"\n"}, 200, 50, crashSeed(t))
 	t.Logf("%+v", st)
 	if st.lostBeyondFlush == 0 {
 		t.Fatalf("no cut lost unflushed data: %+v", st)
