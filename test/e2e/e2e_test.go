@@ -171,6 +171,7 @@ func TestTagFiltering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading keel_pull_messages_total: %v", err)
 	}
+	t.Logf("keel_pull_messages_total = %v for %d TagA and %d TagB messages", pulled, len(wantA), len(sentB))
 	if total := len(wantA) + len(sentB); pulled >= float64(total) {
 		t.Errorf("keel_pull_messages_total = %v after %d TagA and %d TagB messages: the broker shipped TagB messages "+
 			"to a TagA subscriber (the client dropped them itself)", pulled, len(wantA), len(sentB))
