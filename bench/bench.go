@@ -122,8 +122,9 @@ func Main(args []string) error {
 		o.Skip[s] = true
 	}
 	// Plugins log through slog's default logger; keep the progress
-	// display readable and show only warnings and errors.
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	// display readable and show only errors (replication plugins warn
+	// about every connection a cell's teardown closes).
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	_, err = Run(ctx, cfg, o)
@@ -233,7 +234,7 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 	n := 0
 	if !skip[PartCeiling] && !cfg.Ceiling.Disabled {
 		bodies := max(len(cfg.BodySizes()), 1)
-		n += cfg.Ceiling.Repeats * (4 + bodies + bodies*len(cfg.Ceiling.Producers))
+		n += cfg.Ceiling.Repeats * (4 + 2*bodies + 2*bodies*len(cfg.Ceiling.Producers))
 	}
 	if !skip[PartCells] {
 		n += len(cfg.Cells()) * cfg.Repeats

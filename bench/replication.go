@@ -36,7 +36,10 @@ func newPluginPair(name string, newRepl func() sdk.Replicator, env engine.ReplEn
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	cfg := sdk.Config{Name: name, Section: string(sdk.KindReplication), Role: "master", Addr: "127.0.0.1:0", Secret: benchSecret, DataDir: dir}
+	// Benchmark stores are fresh by construction: a master with an empty
+	// log need not wait, fenced, for its replica's handshake.
+	cfg := sdk.Config{Name: name, Section: string(sdk.KindReplication), Role: "master", Addr: "127.0.0.1:0", Secret: benchSecret, DataDir: dir,
+		Document: []byte("[replication.config]\nstart_fenced = \"never\"\n")}
 	if err := p.master.Configure(context.Background(), cfg); err != nil {
 		return nil, fmt.Errorf("configure %s replication master: %w", name, err)
 	}

@@ -5,12 +5,15 @@
 //   - sequential write bandwidth, through a shared mmap (as the store
 //     writes) and through pwrite, with small (4 KiB) and large (1 MiB)
 //     writes, timed up to and including the final fdatasync;
-//   - the serial fdatasync rate: one goroutine doing pwrite(record) +
-//     fdatasync in a loop;
+//   - the serial fdatasync rate: one goroutine writing one record and
+//     calling fdatasync in a loop;
 //   - the concurrent group-commit ceiling: N producer goroutines each queue
 //     one record and block until it is durable, while one flusher goroutine
-//     writes whatever is queued with one pwrite and one fdatasync and
+//     writes whatever is queued with one write and one fdatasync and
 //     releases the whole batch (the shape of RocketMQ's GroupCommitService).
+//
+// The serial and group-commit probes run both through mmap and through
+// pwrite; the ceiling is the better of the two.
 //
 // Every probe writes fresh segment files laid out like the store's
 // commitlog (fixed-size files named by their 20-digit start offset,
@@ -153,17 +156,19 @@ type SeqWrite struct {
 	MBPerSec Stat `json:"mb_per_sec"`
 }
 
-// Serial is the serial fdatasync probe at one record size.
+// Serial is the serial fdatasync probe at one record size and method.
 type Serial struct {
+	Method      Method  `json:"method"`
 	RecordBytes int     `json:"record_bytes"`
 	PerSec      Stat    `json:"per_sec"`
 	P50us       float64 `json:"p50_us"` // median over runs of the per-run p50
 	P99us       float64 `json:"p99_us"`
 }
 
-// GroupCommit is the concurrent group-commit probe at one producer count
-// and record size.
+// GroupCommit is the concurrent group-commit probe at one producer count,
+// record size and method.
 type GroupCommit struct {
+	Method      Method  `json:"method"`
 	Producers   int     `json:"producers"`
 	RecordBytes int     `json:"record_bytes"`
 	PerSec      Stat    `json:"per_sec"`       // records made durable per second
@@ -204,40 +209,48 @@ func (r *Result) BestSeqMBPerSec() float64 {
 	return best
 }
 
-// GroupPerSec returns the median group-commit ceiling for producers at the
-// record size closest to recordBytes, or 0 if none was measured for that
-// producer count.
+// GroupPerSec returns the group-commit ceiling for producers at the record
+// size closest to recordBytes: the higher median of the two methods, or 0
+// if none was measured for that producer count.
 func (r *Result) GroupPerSec(producers, recordBytes int) float64 {
 	best, bestDiff := 0.0, -1
 	for _, g := range r.Group {
 		if g.Producers != producers {
 			continue
 		}
-		d := g.RecordBytes - recordBytes
-		if d < 0 {
-			d = -d
-		}
-		if bestDiff < 0 || d < bestDiff {
+		d := abs(g.RecordBytes - recordBytes)
+		switch {
+		case bestDiff < 0 || d < bestDiff:
 			best, bestDiff = g.PerSec.Median, d
+		case d == bestDiff:
+			best = max(best, g.PerSec.Median)
 		}
 	}
 	return best
 }
 
-// SerialPerSec returns the median serial fdatasync rate at the record size
-// closest to recordBytes (0 if not measured).
+// SerialPerSec returns the serial fdatasync rate at the record size
+// closest to recordBytes: the higher median of the two methods (0 if not
+// measured).
 func (r *Result) SerialPerSec(recordBytes int) float64 {
 	best, bestDiff := 0.0, -1
 	for _, s := range r.Serial {
-		d := s.RecordBytes - recordBytes
-		if d < 0 {
-			d = -d
-		}
-		if bestDiff < 0 || d < bestDiff {
+		d := abs(s.RecordBytes - recordBytes)
+		switch {
+		case bestDiff < 0 || d < bestDiff:
 			best, bestDiff = s.PerSec.Median, d
+		case d == bestDiff:
+			best = max(best, s.PerSec.Median)
 		}
 	}
 	return best
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // Run measures every probe o asks for. It stops early with ctx's error.
@@ -264,37 +277,41 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.SeqWrite = append(res.SeqWrite, SeqWrite{Method: m, WriteBytes: n, MBPerSec: NewStat(runs)})
 		}
 	}
-	for _, rb := range o.RecordBytes {
-		var runs, p50, p99 []float64
-		for i := 0; i < o.Repeats; i++ {
-			o.Progress(fmt.Sprintf("ceiling: serial %d B write+fdatasync, run %d/%d", rb, i+1, o.Repeats))
-			r, err := SerialRun(ctx, o, rb)
-			if err != nil {
-				return nil, err
-			}
-			runs = append(runs, r.PerSec)
-			p50 = append(p50, r.P50us)
-			p99 = append(p99, r.P99us)
-		}
-		res.Serial = append(res.Serial, Serial{RecordBytes: rb, PerSec: NewStat(runs), P50us: NewStat(p50).Median, P99us: NewStat(p99).Median})
-	}
-	for _, rb := range o.RecordBytes {
-		for _, p := range o.Producers {
-			var runs, syncs, batch, p50, p99 []float64
+	for _, m := range []Method{MethodMmap, MethodPwrite} {
+		for _, rb := range o.RecordBytes {
+			var runs, p50, p99 []float64
 			for i := 0; i < o.Repeats; i++ {
-				o.Progress(fmt.Sprintf("ceiling: group commit, %d producers × %d B, run %d/%d", p, rb, i+1, o.Repeats))
-				r, err := GroupCommitRun(ctx, o, p, rb)
+				o.Progress(fmt.Sprintf("ceiling: serial %s %d B + fdatasync, run %d/%d", m, rb, i+1, o.Repeats))
+				r, err := SerialRun(ctx, o, m, rb)
 				if err != nil {
 					return nil, err
 				}
 				runs = append(runs, r.PerSec)
-				syncs = append(syncs, r.SyncsPerSec)
-				batch = append(batch, r.AvgBatch)
 				p50 = append(p50, r.P50us)
 				p99 = append(p99, r.P99us)
 			}
-			res.Group = append(res.Group, GroupCommit{Producers: p, RecordBytes: rb, PerSec: NewStat(runs),
-				SyncsPerSec: NewStat(syncs).Median, AvgBatch: NewStat(batch).Median, P50us: NewStat(p50).Median, P99us: NewStat(p99).Median})
+			res.Serial = append(res.Serial, Serial{Method: m, RecordBytes: rb, PerSec: NewStat(runs), P50us: NewStat(p50).Median, P99us: NewStat(p99).Median})
+		}
+	}
+	for _, m := range []Method{MethodMmap, MethodPwrite} {
+		for _, rb := range o.RecordBytes {
+			for _, p := range o.Producers {
+				var runs, syncs, batch, p50, p99 []float64
+				for i := 0; i < o.Repeats; i++ {
+					o.Progress(fmt.Sprintf("ceiling: group commit %s, %d producers × %d B, run %d/%d", m, p, rb, i+1, o.Repeats))
+					r, err := GroupCommitRun(ctx, o, m, p, rb)
+					if err != nil {
+						return nil, err
+					}
+					runs = append(runs, r.PerSec)
+					syncs = append(syncs, r.SyncsPerSec)
+					batch = append(batch, r.AvgBatch)
+					p50 = append(p50, r.P50us)
+					p99 = append(p99, r.P99us)
+				}
+				res.Group = append(res.Group, GroupCommit{Method: m, Producers: p, RecordBytes: rb, PerSec: NewStat(runs),
+					SyncsPerSec: NewStat(syncs).Median, AvgBatch: NewStat(batch).Median, P50us: NewStat(p50).Median, P99us: NewStat(p99).Median})
+			}
 		}
 	}
 	return res, nil
@@ -486,14 +503,15 @@ type SerialResult struct {
 	P50us, P99us float64
 }
 
-// SerialRun is one run of the serial probe: pwrite(recordBytes) +
-// fdatasync in a loop from one goroutine for o.Duration.
-func SerialRun(ctx context.Context, o Options, recordBytes int) (SerialResult, error) {
+// SerialRun is one run of the serial probe: one record of recordBytes
+// written by method m, then fdatasync, in a loop from one goroutine for
+// o.Duration.
+func SerialRun(ctx context.Context, o Options, m Method, recordBytes int) (SerialResult, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return SerialResult{}, err
 	}
-	segs, err := newSegments(o.FS, o.Dir, o.FileSize, false)
+	segs, err := newSegments(o.FS, o.Dir, o.FileSize, m == MethodMmap)
 	if err != nil {
 		return SerialResult{}, err
 	}
@@ -541,13 +559,13 @@ type batch struct {
 
 // GroupCommitRun is one run of the group-commit probe: producers
 // goroutines each queue a recordBytes record and wait until the flusher has
-// written and fdatasync'ed it, for o.Duration.
-func GroupCommitRun(ctx context.Context, o Options, producers, recordBytes int) (GroupResult, error) {
+// written it (by method m) and fdatasync'ed it, for o.Duration.
+func GroupCommitRun(ctx context.Context, o Options, m Method, producers, recordBytes int) (GroupResult, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return GroupResult{}, err
 	}
-	segs, err := newSegments(o.FS, o.Dir, o.FileSize, false)
+	segs, err := newSegments(o.FS, o.Dir, o.FileSize, m == MethodMmap)
 	if err != nil {
 		return GroupResult{}, err
 	}

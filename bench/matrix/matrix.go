@@ -568,7 +568,7 @@ func (c *Config) Estimate() time.Duration {
 	cells := time.Duration(len(c.Cells()) * c.Repeats)
 	t := cells * (c.Duration.D() + c.Warmup.D())
 	if !c.Ceiling.Disabled {
-		probes := 4 + 1 + len(c.Ceiling.Producers)*len(c.BodySizes())
+		probes := 4 + 2*len(c.BodySizes()) + 2*len(c.Ceiling.Producers)*len(c.BodySizes())
 		t += time.Duration(probes*c.Ceiling.Repeats) * c.Ceiling.Duration.D()
 	}
 	peers := len(c.Peers.NATS) + len(c.Peers.Redis)

@@ -240,10 +240,10 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 			p("| sequential write, %s, %s writes + fdatasync | %.0f MB/s | %.0f–%.0f |\n", sw.Method, sizeStr(int64(sw.WriteBytes)), sw.MBPerSec.Median, sw.MBPerSec.Min, sw.MBPerSec.Max)
 		}
 		for _, sr := range d.Serial {
-			p("| serial pwrite %d B + fdatasync | %s/s (p50 %s, p99 %s) | %s–%s |\n", sr.RecordBytes, human(sr.PerSec.Median), us(sr.P50us), us(sr.P99us), human(sr.PerSec.Min), human(sr.PerSec.Max))
+			p("| serial %s %d B + fdatasync | %s/s (p50 %s, p99 %s) | %s–%s |\n", sr.Method, sr.RecordBytes, human(sr.PerSec.Median), us(sr.P50us), us(sr.P99us), human(sr.PerSec.Min), human(sr.PerSec.Max))
 		}
 		for _, g := range d.Group {
-			p("| group commit, %d producers × %d B | %s rec/s (%.0f syncs/s, batch %.1f, p50 %s, p99 %s) | %s–%s |\n", g.Producers, g.RecordBytes, human(g.PerSec.Median),
+			p("| group commit %s, %d producers × %d B | %s rec/s (%.0f syncs/s, batch %.1f, p50 %s, p99 %s) | %s–%s |\n", g.Method, g.Producers, g.RecordBytes, human(g.PerSec.Median),
 				g.SyncsPerSec, g.AvgBatch, us(g.P50us), us(g.P99us), human(g.PerSec.Min), human(g.PerSec.Max))
 		}
 	} else {
