@@ -59,6 +59,9 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 			if info.PhysOffset != pos {
 				return fmt.Errorf("append replicated bytes: record at %d claims offset %d: %w", pos, info.PhysOffset, ErrOffset)
 			}
+			if err := dispatchable(info); err != nil {
+				return fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
+			}
 			if pos/segSize != (pos+int64(size)-1)/segSize {
 				return fmt.Errorf("append replicated bytes: record at %d crosses a segment end: %w", pos, ErrOffset)
 			}
@@ -125,10 +128,12 @@ func (s *Store) Truncate(off int64) error {
 			return fmt.Errorf("truncate to %d: not a record boundary: %w: %w", off, ErrOffset, bad)
 		}
 	}
+	if err := s.pre.discardRemove(); err != nil {
+		return fmt.Errorf("truncate to %d: drop preallocated segment: %w", off, err)
+	}
 	if err := s.cutAfter(off, true); err != nil {
 		return err
 	}
-	s.pre.discard()
 	if err := s.cqs.TruncatePhys(off); err != nil {
 		return fmt.Errorf("truncate consume queues to %d: %w", off, err)
 	}

@@ -248,11 +248,25 @@ func (s *Store) scan(from, durable int64, checkCRC bool) (int64, map[queueKey]in
 					off = seg.start + s.opts.SegmentSize
 					return nil
 				}
+				if err := dispatchable(info); err != nil {
+					bad = err
+					return nil
+				}
 				if countsInQueue(info.SysFlag) {
+					// Header fields outside the body have no CRC; a queue
+					// offset that breaks its queue's sequence is damage.
 					k := queueKey{info.Topic, info.QueueID}
-					if info.QueueOffset+1 > table[k] {
-						table[k] = info.QueueOffset + 1
+					want, seen := table[k]
+					if !seen {
+						if q := s.cqs.Get(k.topic, k.qid); q != nil && q.Max() > 0 && q.MaxPhysOffset() <= off {
+							want, seen = q.Max(), true
+						}
 					}
+					if seen && info.QueueOffset != want {
+						bad = fmt.Errorf("%w: %s/%d queue offset %d, expected %d", record.ErrCorrupt, k.topic, k.qid, info.QueueOffset, want)
+						return nil
+					}
+					table[k] = info.QueueOffset + 1
 				}
 				lastTs = info.StoreTimestamp
 				b = b[size:]
@@ -325,5 +339,22 @@ func (s *Store) cutAfter(end int64, zero bool) error {
 		}
 	}
 	s.segs.Store(&keep)
+	return nil
+}
+
+// dispatchable checks what dispatch needs of a record beyond its CRC
+// (header fields have none): a valid topic name and queue id.
+func dispatchable(info record.Info) error {
+	if err := cq.ValidateTopic(info.Topic); err != nil {
+		return fmt.Errorf("%w: %w", record.ErrCorrupt, err)
+	}
+	if info.QueueID < 0 || info.QueueID > cq.MaxQueueID {
+		return fmt.Errorf("%w: queue id %d out of range", record.ErrCorrupt, info.QueueID)
+	}
+	// Every earlier record of the queue precedes this one in the (shared)
+	// log and is at least MinRecordSize long.
+	if info.QueueOffset < 0 || info.QueueOffset > info.PhysOffset/record.MinRecordSize {
+		return fmt.Errorf("%w: queue offset %d impossible at physical offset %d", record.ErrCorrupt, info.QueueOffset, info.PhysOffset)
+	}
 	return nil
 }

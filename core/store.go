@@ -500,6 +500,23 @@ func (p *preallocator) discard() {
 	}
 }
 
+// discardRemove drops the preallocated segment and deletes its file, for
+// when the log moved back (truncation) and the file would leave a hole.
+func (p *preallocator) discardRemove() error {
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready == nil {
+		return nil
+	}
+	r := p.ready
+	p.ready = nil
+	if err := r.remove(p.s.fs); err != nil {
+		return err
+	}
+	return p.s.fs.SyncDir(p.s.cl)
+}
+
 // ---------------------------------------------------------------- flush
 
 // Flush makes everything committed so far durable (fdatasync of the

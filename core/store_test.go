@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"log/slog"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -40,8 +41,14 @@ func mustOpen(t testing.TB, o Options) *Store {
 	return s
 }
 
+// fataler is what the test helpers need of testing.TB and rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // drain waits until everything committed is dispatched.
-func drain(t testing.TB, s *Store) {
+func drain(t fataler, s *Store) {
 	t.Helper()
 	for i := 0; i < 10000; i++ {
 		if _, err := s.dispatchOnce(); err != nil {
@@ -176,3 +183,5 @@ func TestMessageLimits(t *testing.T) {
 		t.Fatalf("rejected message wrote bytes: %+v", p)
 	}
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
