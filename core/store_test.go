@@ -2,9 +2,9 @@ package core
 
 import (
 	"bytes"
-	"log/slog"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"testing"
 
