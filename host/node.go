@@ -238,13 +238,16 @@ func (n *Node) Store() *core.Store { return n.store }
 func (n *Node) Stop(ctx context.Context) error {
 	var errs []error
 	n.stopOnce.Do(func() {
+		if n.broker != nil {
+			// Held long polls are answered first; give the connection
+			// writers a moment to send those answers before closing.
+			n.broker.Close()
+			time.Sleep(50 * time.Millisecond)
+		}
 		for _, s := range n.servers {
 			if err := s.Close(); err != nil {
 				errs = append(errs, err)
 			}
-		}
-		if n.broker != nil {
-			n.broker.Close()
 		}
 		if n.admin != nil {
 			n.admin.close()

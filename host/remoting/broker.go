@@ -595,6 +595,11 @@ func (b *Broker) pull(ctx context.Context, req *Request, h *pullHeader, maxMsgs 
 		case <-wake:
 		case <-deadline:
 			return resp
+		case <-b.stop:
+			// Shutting down: answer "nothing new" now, so the consumer
+			// does not sit out its pull timeout on a connection that is
+			// about to close, and reconnects at once.
+			return resp
 		case <-ctx.Done():
 			return nil
 		}
