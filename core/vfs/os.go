@@ -143,7 +143,7 @@ func (osFS) DiskUsage(path string) (DiskUsage, error) {
 		return DiskUsage{}, classify(&os.PathError{Op: "statfs", Path: path, Err: err})
 	}
 	bsize := uint64(st.Bsize)
-	return DiskUsage{Total: st.Blocks * bsize, Avail: st.Bavail * bsize}, nil
+	return DiskUsage{Total: st.Blocks * bsize, Avail: st.Bavail * bsize, Free: st.Bfree * bsize}, nil
 }
 
 // osFile is an *os.File plus the Linux-specific operations.

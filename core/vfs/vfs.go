@@ -83,14 +83,29 @@ type FS interface {
 type DiskUsage struct {
 	Total uint64 // bytes in the filesystem
 	Avail uint64 // bytes available to an unprivileged writer
+	// Free is the bytes not in use, including blocks reserved for root
+	// (statfs f_bfree). Zero means "same as Avail".
+	Free uint64
 }
 
-// UsedRatio is the used fraction of the filesystem in [0,1].
+// UsedRatio is the used fraction of the space an unprivileged writer can
+// use, in [0,1]: used / (used + avail), as df's Use% computes it. Blocks
+// reserved for root (or hidden by the platform) count neither as used nor
+// as available, so a filesystem with a large reserve is not reported full
+// while it still has room.
 func (d DiskUsage) UsedRatio() float64 {
-	if d.Total == 0 {
+	free := d.Free
+	if free == 0 || free < d.Avail {
+		free = d.Avail
+	}
+	if d.Total == 0 || free > d.Total {
 		return 0
 	}
-	return float64(d.Total-d.Avail) / float64(d.Total)
+	used := d.Total - free
+	if used+d.Avail == 0 {
+		return 0
+	}
+	return float64(used) / float64(used+d.Avail)
 }
 
 // File is an open file.
