@@ -18,6 +18,8 @@ import (
 const (
 	FlushBinary = "keel-flush"
 	IndexBinary = "keel-index-hash"
+	// ReplicationBinaryPrefix + "async" or "sync".
+	ReplicationBinaryPrefix = "replication-"
 )
 
 // findPlugin looks for an external plugin binary in dirs, then next to the
@@ -71,7 +73,8 @@ func (k killOnClose) Close() error {
 }
 
 // registerExternal registers the external (go-plugin) forms of the flush
-// strategies and the hash index, found as binaries (see findPlugin). A
+// strategies, the replicators (master and slave each in their own
+// process) and the hash index, found as binaries (see findPlugin). A
 // missing binary makes its cells skipped with a note saying how to build
 // it.
 func registerExternal(dirs []string) {
@@ -97,6 +100,26 @@ func registerExternal(dirs []string) {
 				return nil, err
 			}
 			return killOnStop{r, c}, nil
+		})
+	}
+	for _, name := range []string{"async", "sync"} {
+		engine.RegisterReplication(name, "external", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
+			path, err := findPlugin(ReplicationBinaryPrefix+name, dirs)
+			if err != nil {
+				return nil, err
+			}
+			return newPluginPair(name, func() (sdk.Replicator, func(), error) {
+				c, err := sdk.DialWith(context.Background(), sdk.DialOptions{Path: path, Logger: quiet})
+				if err != nil {
+					return nil, nil, fmt.Errorf("start %s: %w", path, err)
+				}
+				r, err := c.Replicator()
+				if err != nil {
+					c.Kill()
+					return nil, nil, err
+				}
+				return r, c.Kill, nil
+			}, env)
 		})
 	}
 	engine.RegisterIndex("hash", "external", "plugin", func(dir string) (engine.Indexer, error) {

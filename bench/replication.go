@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -20,31 +21,70 @@ import (
 // process), connected over 127.0.0.1 by the plugins' own HA protocol.
 type pluginPair struct {
 	name       string
-	newRepl    func() sdk.Replicator
+	newRepl    replFactory
+	addr       string // the master's HA address
 	master     sdk.Replicator
 	slave      sdk.Replicator
 	slaveStore *core.Store
 	pol        sdk.ReplicationPolicy
 	started    []sdk.Replicator
+	cleanups   []func()
+}
+
+// replFactory returns a fresh replicator and what to do after its Stop
+// (kill an external plugin's process).
+type replFactory func() (sdk.Replicator, func(), error)
+
+func builtinRepl(f func() sdk.Replicator) replFactory {
+	return func() (sdk.Replicator, func(), error) { return f(), func() {}, nil }
 }
 
 const benchSecret = "keel-bench-secret"
 
-func newPluginPair(name string, newRepl func() sdk.Replicator, env engine.ReplEnv) (engine.Replication, error) {
-	p := &pluginPair{name: name, newRepl: newRepl, master: newRepl()}
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func newPluginPair(name string, newRepl replFactory, env engine.ReplEnv) (engine.Replication, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &pluginPair{name: name, newRepl: newRepl, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	m, cleanup, err := newRepl()
+	if err != nil {
+		return nil, err
+	}
+	p.master = m
+	p.cleanups = append(p.cleanups, cleanup)
 	dir := filepath.Join(env.StateDir, "master")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.cleanup()
 		return nil, err
 	}
 	// Benchmark stores are fresh by construction: a master with an empty
 	// log need not wait, fenced, for its replica's handshake.
-	cfg := sdk.Config{Name: name, Section: string(sdk.KindReplication), Role: "master", Addr: "127.0.0.1:0", Secret: benchSecret, DataDir: dir,
+	cfg := sdk.Config{Name: name, Section: string(sdk.KindReplication), Role: "master", Addr: p.addr, Secret: benchSecret, DataDir: dir,
 		Document: []byte("[replication.config]\nstart_fenced = \"never\"\n")}
 	if err := p.master.Configure(context.Background(), cfg); err != nil {
+		p.cleanup()
 		return nil, fmt.Errorf("configure %s replication master: %w", name, err)
 	}
 	p.pol = p.master.AckPolicy()
 	return p, nil
+}
+
+func (p *pluginPair) cleanup() {
+	for _, c := range p.cleanups {
+		c()
+	}
+	p.cleanups = nil
 }
 
 func (p *pluginPair) Policy() sdk.ReplicationPolicy { return p.pol }
@@ -54,11 +94,7 @@ func (p *pluginPair) Start(ctx context.Context, master *storehost.Host, env engi
 		return fmt.Errorf("start %s replication master: %w", p.name, err)
 	}
 	p.started = append(p.started, p.master)
-	a, ok := p.master.(interface{ Addr() string })
-	if !ok || a.Addr() == "" {
-		return fmt.Errorf("%s replication master does not tell its HA address", p.name)
-	}
-	st, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger,
+	st, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger, Retention: engine.Retention,
 		MaxMessageSize: engine.MaxMessageSize(env.SegmentSize)})
 	if err != nil {
 		return fmt.Errorf("open slave store: %w", err)
@@ -68,8 +104,13 @@ func (p *pluginPair) Start(ctx context.Context, master *storehost.Host, env engi
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	p.slave = p.newRepl()
-	cfg := sdk.Config{Name: p.name, Section: string(sdk.KindReplication), Role: "slave", PeerAddr: a.Addr(), Secret: benchSecret, DataDir: dir}
+	sl, cleanup, err := p.newRepl()
+	if err != nil {
+		return err
+	}
+	p.slave = sl
+	p.cleanups = append(p.cleanups, cleanup)
+	cfg := sdk.Config{Name: p.name, Section: string(sdk.KindReplication), Role: "slave", PeerAddr: p.addr, Secret: benchSecret, DataDir: dir}
 	if err := p.slave.Configure(ctx, cfg); err != nil {
 		return fmt.Errorf("configure %s replication slave: %w", p.name, err)
 	}
@@ -85,6 +126,7 @@ func (p *pluginPair) Stop(ctx context.Context) error {
 	for i := len(p.started) - 1; i >= 0; i-- {
 		errs = append(errs, p.started[i].Stop(ctx))
 	}
+	p.cleanup()
 	if p.slaveStore != nil {
 		errs = append(errs, p.slaveStore.Close())
 	}
@@ -93,9 +135,9 @@ func (p *pluginPair) Stop(ctx context.Context) error {
 
 func init() {
 	engine.RegisterReplication(replicationsync.Name, "builtin", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
-		return newPluginPair(replicationsync.Name, replicationsync.NewReplicator, env)
+		return newPluginPair(replicationsync.Name, builtinRepl(replicationsync.NewReplicator), env)
 	})
 	engine.RegisterReplication(replicationasync.Name, "builtin", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
-		return newPluginPair(replicationasync.Name, replicationasync.NewReplicator, env)
+		return newPluginPair(replicationasync.Name, builtinRepl(replicationasync.NewReplicator), env)
 	})
 }

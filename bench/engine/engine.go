@@ -136,6 +136,12 @@ func putHex(dst []byte, v uint64) {
 	}
 }
 
+// Retention is the retention configuration of benchmark stores: scratch
+// stores on a shared disk, so appends are refused only above 99 % disk use
+// (the core's default refuses above 90 %, which other data on the disk can
+// reach) and nothing is deleted by age.
+var Retention = core.RetentionOptions{FileReservedTime: -1, DiskMaxUsedRatio: 0.97, CleanForciblyRatio: 0.98, WarningRatio: 0.99}
+
 // MaxMessageSize is the body limit of benchmark stores with segments of
 // segmentSize: the core default, or half a segment for small segments.
 func MaxMessageSize(segmentSize int64) int {
@@ -249,7 +255,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 		}
 		rpol = repl.Policy()
 	}
-	opts := core.Options{Dir: filepath.Join(spec.Dir, "master"), SegmentSize: spec.SegmentSize, Logger: logger,
+	opts := core.Options{Dir: filepath.Join(spec.Dir, "master"), SegmentSize: spec.SegmentSize, Logger: logger, Retention: Retention,
 		MaxMessageSize: MaxMessageSize(spec.SegmentSize), VisibleAfterFlush: fpol.VisibleAfterFlush}
 	proxy := &confirmProxy{}
 	if rpol.VisibleAfterReplicated {

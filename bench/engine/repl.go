@@ -115,7 +115,7 @@ const frameHeader = 12 // offset int64 + length uint32
 
 // Start implements Replication.
 func (m *MasterSlave) Start(ctx context.Context, master *storehost.Host, env ReplEnv) error {
-	slave, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger,
+	slave, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger, Retention: Retention,
 		MaxMessageSize: MaxMessageSize(env.SegmentSize),
 		FlushInterval:  500 * time.Millisecond})
 	if err != nil {

@@ -138,7 +138,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 }
 
 func storeOptions(spec Spec, fsys vfs.FS) core.Options {
-	return core.Options{Dir: spec.Dir, FS: fsys, SegmentSize: spec.SegmentSize,
+	return core.Options{Dir: spec.Dir, FS: fsys, SegmentSize: spec.SegmentSize, Retention: engine.Retention,
 		MaxMessageSize: engine.MaxMessageSize(spec.SegmentSize), Logger: slog.New(slog.DiscardHandler)}
 }
 
