@@ -290,7 +290,7 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 		p("Not configured.\n\n")
 	} else {
 		p("![recovery time against store size](%s%s)\n\n", chartPrefix, FileRecovery)
-		p("| crash | profile | store | ready ms [min–max] | dispatched ms [min–max] | acked lost (worst run) | acked | torn tail cut |\n|---|---|---|---|---|---|---|---|\n")
+		p("| crash | profile | store | ready ms [min–max] | dispatched ms [min–max] | acked lost (worst run) | acked | cut after the recovered end |\n|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Recovery {
 			if x.Status != "ok" {
 				p("| %s | %s | %s | %s: %s | | | | |\n", x.Crash, x.Profile, sizeStr(x.TargetBytes), x.Status, x.Note)

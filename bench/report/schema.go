@@ -201,7 +201,9 @@ type Recovery struct {
 	AckedLost     int64   `json:"acked_lost"`
 	AckedLostRuns []int64 `json:"acked_lost_runs"`
 	Acked         int64   `json:"acked"`
-	// TruncatedBytes is the median torn tail cut by recovery.
+	// TruncatedBytes is the median of what recovery cut after the
+	// recovered end: up to the end of that segment (core reports this
+	// upper bound of the torn tail, zero padding included).
 	TruncatedBytes int64 `json:"truncated_bytes"`
 	Repeats        int   `json:"repeats"`
 }
