@@ -117,10 +117,13 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Validate checks o (after WithDefaults). The error names the TOML key.
-func (o Options) Validate() error {
+// Validate checks o (after WithDefaults). The error wraps
+// sdk.ErrInvalidConfig and names the TOML key.
+func (o Options) Validate() error { return o.validate("") }
+
+func (o Options) validate(prefix string) error {
 	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", sdk.ErrInvalidConfig, key, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s%s: %s", sdk.ErrInvalidConfig, prefix, key, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case o.BatchSize < 1024 || o.BatchSize > 64<<20:
@@ -157,8 +160,9 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Duration is a TOML duration: a string with a unit ("500ms", "10s").
-type Duration time.Duration
+// Duration is a TOML duration: a string with a unit ("500ms", "10s"). A
+// bare number is refused (it would be ambiguous).
+type Duration struct{ time.Duration }
 
 // UnmarshalText parses a Go duration string; it must not be negative.
 func (d *Duration) UnmarshalText(b []byte) error {
@@ -169,12 +173,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	if v < 0 {
 		return fmt.Errorf("%s is negative", v)
 	}
-	*d = Duration(v)
+	d.Duration = v
 	return nil
 }
 
 // MarshalText formats d as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
 
 // Size is a TOML byte size: an integer number of bytes, or a string with a
 // unit ("32KiB", "256MiB", "1GiB", "512B").
@@ -232,9 +236,9 @@ type CommonConfig struct {
 // Options returns the Options these keys describe (zero = default).
 func (c CommonConfig) Options() Options {
 	return Options{
-		BatchSize: int(c.BatchSize), HeartbeatInterval: time.Duration(c.HeartbeatInterval), IdleTimeout: time.Duration(c.IdleTimeout),
-		MaxLag: int64(c.MaxLag), SyncMetaInterval: time.Duration(c.SyncMetaInterval), ReconnectBackoff: time.Duration(c.ReconnectBackoff),
-		ReconnectBackoffMax: time.Duration(c.ReconnectBackoffMax), HandshakeTimeout: time.Duration(c.HandshakeTimeout),
+		BatchSize: int(c.BatchSize), HeartbeatInterval: c.HeartbeatInterval.Duration, IdleTimeout: c.IdleTimeout.Duration,
+		MaxLag: int64(c.MaxLag), SyncMetaInterval: c.SyncMetaInterval.Duration, ReconnectBackoff: c.ReconnectBackoff.Duration,
+		ReconnectBackoffMax: c.ReconnectBackoffMax.Duration, HandshakeTimeout: c.HandshakeTimeout.Duration,
 		MaxFrameSize: int(c.MaxFrameSize), StartFenced: c.StartFenced, NodeID: c.NodeID,
 	}
 }
@@ -283,8 +287,12 @@ func DecodeConfig(cfg sdk.Config, out any) error {
 	if !ok {
 		return nil
 	}
-	if _, ok := conf.(map[string]any); !ok {
+	table, ok := conf.(map[string]any)
+	if !ok {
 		return fmt.Errorf("%w: %s: %s.config must be a table of settings", sdk.ErrInvalidConfig, cfg.File, section)
+	}
+	if err := checkUnitTypes(table, rv.Elem().Type()); err != nil {
+		return fmt.Errorf("%w: %s: %s.config.%v", sdk.ErrInvalidConfig, cfg.File, section, err)
 	}
 	// Decode the whole document into a wrapper that accepts anything but
 	// the plugin's table, which is out's type: strict decoding then checks
@@ -351,6 +359,43 @@ func configError(cfg sdk.Config, section string, err error, out any) error {
 			strings.Join(e.Key(), "."), section, strings.Join(allowedKeys(reflect.TypeOf(out).Elem()), ", "))
 	}
 	return fmt.Errorf("%w: %s: %s.config: %v", sdk.ErrInvalidConfig, cfg.File, section, err)
+}
+
+var (
+	durationType = reflect.TypeOf(Duration{})
+	sizeType     = reflect.TypeOf(Size(0))
+)
+
+// checkUnitTypes checks that durations are given as strings and sizes as
+// integers or strings, so that a bare number is reported with its key.
+func checkUnitTypes(table map[string]any, t reflect.Type) error {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Type != durationType {
+			if err := checkUnitTypes(table, f.Type); err != nil {
+				return err
+			}
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		v, ok := table[key]
+		if !ok {
+			continue
+		}
+		switch f.Type {
+		case durationType:
+			if _, ok := v.(string); !ok {
+				return fmt.Errorf("%s: got %v, want a duration string with a unit such as \"500ms\" or \"10s\"", key, v)
+			}
+		case sizeType:
+			switch v.(type) {
+			case string, int64:
+			default:
+				return fmt.Errorf("%s: got %v, want a number of bytes or a string such as \"256MiB\"", key, v)
+			}
+		}
+	}
+	return nil
 }
 
 // allowedKeys lists the toml keys of struct type t (embedded structs

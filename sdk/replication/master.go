@@ -650,7 +650,10 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 		}
 		hdr := DataHeader{Offset: next, Epoch: e.Epoch, EpochStart: e.StartOffset, Committed: committed}
 		p.sent.Store(next + int64(len(data)))
-		if err := c.WriteFrame(false, FrameData, hdr.Marshal(), data); err != nil {
+		// Small batches mean the replica is caught up: send now (sync acks
+		// wait for it). Full batches are catch-up: let the buffer coalesce.
+		flush := len(data) < m.opts.BatchSize/2
+		if err := c.WriteFrame(flush, FrameData, hdr.Marshal(), data); err != nil {
 			return err
 		}
 		next += int64(len(data))

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/keelmq/keel/sdk"
 )
@@ -97,7 +96,7 @@ func (n *Node) Configure(ctx context.Context, cfg sdk.Config) error {
 		return err
 	}
 	o := fc.CommonConfig.Options()
-	o.AckOn, o.WaitReplicas, o.Timeout, o.VisibleAfterReplicated = fc.AckOn, fc.WaitReplicas, time.Duration(fc.Timeout), fc.VisibleAfterReplicated
+	o.AckOn, o.WaitReplicas, o.Timeout, o.VisibleAfterReplicated = fc.AckOn, fc.WaitReplicas, fc.Timeout.Duration, fc.VisibleAfterReplicated
 	return n.Setup(cfg, o)
 }
 
@@ -106,7 +105,11 @@ func (n *Node) Configure(ctx context.Context, cfg sdk.Config) error {
 // called once, before Start.
 func (n *Node) Setup(cfg sdk.Config, opts Options) error {
 	opts = opts.WithDefaults()
-	if err := opts.Validate(); err != nil {
+	section := cfg.Section
+	if section == "" {
+		section = string(sdk.KindReplication)
+	}
+	if err := opts.validate(section + ".config."); err != nil {
 		return fmt.Errorf("%s: %w", cfg.File, err)
 	}
 	switch cfg.Role {

@@ -212,7 +212,12 @@ func (s *slave) session() (streamed bool, err error) {
 		default:
 			return ap.streaming, s.protocol(c, "unexpected "+f.Type.String())
 		}
-		if ap.streaming && c.Buffered() == 0 && (ap.pending || time.Since(ap.lastAck) >= s.opts.HeartbeatInterval) {
+		// Acknowledge when the input is drained (acks coalesce over
+		// whatever arrived together), and often under a
+		// continuous stream (every 250µs), so sync producers are not held back by a
+		// replica that is never idle.
+		if ap.streaming && ((c.Buffered() == 0 && (ap.pending || time.Since(ap.lastAck) >= s.opts.HeartbeatInterval)) ||
+			(ap.pending && time.Since(ap.lastAck) >= 250*time.Microsecond)) {
 			if err := ap.ack(); err != nil {
 				return true, err
 			}
