@@ -93,7 +93,7 @@ func NewReplicator() sdk.Replicator { return New() }
 // types are errors wrapping sdk.ErrInvalidConfig that name the key) and
 // applies it. wait_replicas must be at least 1.
 func (p *Plugin) Configure(ctx context.Context, cfg sdk.Config) error {
-	c := Config{WaitReplicas: DefaultWaitReplicas, Timeout: replication.Duration{Duration: DefaultTimeout}}
+	c := Config{WaitReplicas: DefaultWaitReplicas, Timeout: replication.Duration(DefaultTimeout)}
 	if err := replication.DecodeConfig(cfg, &c); err != nil {
 		return err
 	}
@@ -101,10 +101,10 @@ func (p *Plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 		return fmt.Errorf("%w: %s: replication.config.wait_replicas = %d is not allowed: want >= 1 (use the async plugin for acks that do not wait)",
 			sdk.ErrInvalidConfig, cfg.File, c.WaitReplicas)
 	}
-	if c.Timeout.Duration <= 0 {
+	if c.Timeout.D() <= 0 {
 		return fmt.Errorf("%w: %s: replication.config.timeout must be > 0", sdk.ErrInvalidConfig, cfg.File)
 	}
 	o := c.CommonConfig.Options()
-	o.WaitReplicas, o.Timeout, o.AckOn, o.VisibleAfterReplicated = c.WaitReplicas, c.Timeout.Duration, c.AckOn, c.VisibleAfterReplicated
+	o.WaitReplicas, o.Timeout, o.AckOn, o.VisibleAfterReplicated = c.WaitReplicas, c.Timeout.D(), c.AckOn, c.VisibleAfterReplicated
 	return p.Node.Setup(cfg, o)
 }

@@ -1,18 +1,11 @@
 package replication
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"reflect"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/config"
 )
 
 // Defaults of Options, following RocketMQ where it has a counterpart.
@@ -160,61 +153,13 @@ func (o Options) validate(prefix string) error {
 	return nil
 }
 
-// Duration is a TOML duration: a string with a unit ("500ms", "10s"). A
-// bare number is refused (it would be ambiguous).
-type Duration struct{ time.Duration }
+// Duration is a TOML duration: a string with a unit ("500ms", "10s"); a
+// bare number is refused. It is sdk/config's type.
+type Duration = config.Duration
 
-// UnmarshalText parses a Go duration string; it must not be negative.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration with a unit such as \"500ms\" or \"10s\": %w", err)
-	}
-	if v < 0 {
-		return fmt.Errorf("%s is negative", v)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText formats d as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
-
-// Size is a TOML byte size: an integer number of bytes, or a string with a
-// unit ("32KiB", "256MiB", "1GiB", "512B").
-type Size int64
-
-// UnmarshalText parses a size string.
-func (s *Size) UnmarshalText(b []byte) error {
-	v, err := ParseSize(string(b))
-	if err != nil {
-		return err
-	}
-	*s = Size(v)
-	return nil
-}
-
-// ParseSize parses "<n>[B|KiB|MiB|GiB|KB|MB|GB]" (binary units; KB, MB and
-// GB are read as KiB, MiB and GiB, as RocketMQ's configs mean them).
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mul    int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
-	mul := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mul = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mul
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mul {
-		return 0, fmt.Errorf("size %q: want a non-negative integer with an optional unit B, KiB, MiB or GiB", s)
-	}
-	return n * mul, nil
-}
+// Size is a TOML byte size: an integer number of bytes or a string with a
+// unit ("32KiB", "256MiB"). It is sdk/config's type.
+type Size = config.Size
 
 // CommonConfig holds the keys every replication plugin built on this
 // package accepts in its [<section>.config] table; plugins embed it in their
@@ -236,9 +181,9 @@ type CommonConfig struct {
 // Options returns the Options these keys describe (zero = default).
 func (c CommonConfig) Options() Options {
 	return Options{
-		BatchSize: int(c.BatchSize), HeartbeatInterval: c.HeartbeatInterval.Duration, IdleTimeout: c.IdleTimeout.Duration,
-		MaxLag: int64(c.MaxLag), SyncMetaInterval: c.SyncMetaInterval.Duration, ReconnectBackoff: c.ReconnectBackoff.Duration,
-		ReconnectBackoffMax: c.ReconnectBackoffMax.Duration, HandshakeTimeout: c.HandshakeTimeout.Duration,
+		BatchSize: int(c.BatchSize), HeartbeatInterval: c.HeartbeatInterval.D(), IdleTimeout: c.IdleTimeout.D(),
+		MaxLag: int64(c.MaxLag), SyncMetaInterval: c.SyncMetaInterval.D(), ReconnectBackoff: c.ReconnectBackoff.D(),
+		ReconnectBackoffMax: c.ReconnectBackoffMax.D(), HandshakeTimeout: c.HandshakeTimeout.D(),
 		MaxFrameSize: int(c.MaxFrameSize), StartFenced: c.StartFenced, NodeID: c.NodeID,
 	}
 }
@@ -246,172 +191,13 @@ func (c CommonConfig) Options() Options {
 // DecodeConfig decodes the table cfg.Section+".config" of cfg.Document
 // strictly into out, a pointer to a struct with toml tags that holds the
 // defaults: an unknown key or a value of the wrong type is an error
-// wrapping sdk.ErrInvalidConfig that names the file, the position when
-// known, the dotted key and the keys allowed. Keys outside that table are
-// not the plugin's business and are ignored. A document without the table
-// leaves out unchanged.
-//
-// It is the one place that knows how profiles are decoded, to be replaced
-// by the sdk's own strict decode helper once it exists.
+// wrapping sdk.ErrInvalidConfig whose text gives file:line:col, the dotted
+// key and what is allowed. Keys outside that table are ignored; a document
+// without the table leaves out unchanged. An empty Section means
+// "replication". It is sdk.Config.Decode (sdk/config.DecodeSection).
 func DecodeConfig(cfg sdk.Config, out any) error {
-	rv := reflect.ValueOf(out)
-	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("%w: DecodeConfig wants a pointer to a struct, got %T", sdk.ErrInvalidConfig, out)
+	if cfg.Section == "" {
+		cfg.Section = string(sdk.KindReplication)
 	}
-	if len(bytes.TrimSpace(cfg.Document)) == 0 {
-		return nil
-	}
-	section := cfg.Section
-	if section == "" {
-		section = string(sdk.KindReplication)
-	}
-	var loose map[string]any
-	if err := toml.Unmarshal(cfg.Document, &loose); err != nil {
-		return configError(cfg, section, err, out)
-	}
-	// Walk to the section (it may be dotted) and check it is a table.
-	path := strings.Split(section, ".")
-	cur := loose
-	for _, k := range path {
-		v, ok := cur[k]
-		if !ok {
-			return nil
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%w: %s: [%s] must be a table", sdk.ErrInvalidConfig, cfg.File, section)
-		}
-		cur = m
-	}
-	conf, ok := cur["config"]
-	if !ok {
-		return nil
-	}
-	table, ok := conf.(map[string]any)
-	if !ok {
-		return fmt.Errorf("%w: %s: %s.config must be a table of settings", sdk.ErrInvalidConfig, cfg.File, section)
-	}
-	if err := checkUnitTypes(table, rv.Elem().Type()); err != nil {
-		return fmt.Errorf("%w: %s: %s.config.%v", sdk.ErrInvalidConfig, cfg.File, section, err)
-	}
-	// Decode the whole document into a wrapper that accepts anything but
-	// the plugin's table, which is out's type: strict decoding then checks
-	// only the plugin's keys, and errors carry positions in the document.
-	wrapper := reflect.New(wrapperType(loose, path, rv.Elem().Type()))
-	target := wrapper.Elem()
-	for range path {
-		target = target.Field(0)
-	}
-	target.Field(0).Set(rv.Elem())
-	dec := toml.NewDecoder(bytes.NewReader(cfg.Document))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(wrapper.Interface()); err != nil {
-		return configError(cfg, section, err, out)
-	}
-	rv.Elem().Set(target.Field(0))
-	return nil
-}
-
-// wrapperType builds a struct type for table m whose field 0 follows path
-// (ending in a struct whose field 0 is "config" of type conf) and whose
-// other fields accept any value.
-func wrapperType(m map[string]any, path []string, conf reflect.Type) reflect.Type {
-	anyT := reflect.TypeOf((*any)(nil)).Elem()
-	var first reflect.StructField
-	if len(path) == 0 {
-		first = reflect.StructField{Name: "F0", Type: conf, Tag: tomlTag("config")}
-	} else {
-		sub, _ := m[path[0]].(map[string]any)
-		first = reflect.StructField{Name: "F0", Type: wrapperType(sub, path[1:], conf), Tag: tomlTag(path[0])}
-	}
-	skip := "config"
-	if len(path) > 0 {
-		skip = path[0]
-	}
-	fields := []reflect.StructField{first}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		if k != skip {
-			fields = append(fields, reflect.StructField{Name: "F" + strconv.Itoa(i+1), Type: anyT, Tag: tomlTag(k)})
-		}
-	}
-	return reflect.StructOf(fields)
-}
-
-func tomlTag(key string) reflect.StructTag { return reflect.StructTag("toml:" + strconv.Quote(key)) }
-
-func configError(cfg sdk.Config, section string, err error, out any) error {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, col := de.Position()
-		return fmt.Errorf("%w: %s:%d:%d: %s: %s (allowed keys in %s.config: %s)", sdk.ErrInvalidConfig, cfg.File, row, col,
-			strings.Join(de.Key(), "."), de.Error(), section, strings.Join(allowedKeys(reflect.TypeOf(out).Elem()), ", "))
-	}
-	var sm *toml.StrictMissingError
-	if errors.As(err, &sm) && len(sm.Errors) > 0 {
-		e := sm.Errors[0]
-		row, col := e.Position()
-		return fmt.Errorf("%w: %s:%d:%d: unknown key %s (allowed keys in %s.config: %s)", sdk.ErrInvalidConfig, cfg.File, row, col,
-			strings.Join(e.Key(), "."), section, strings.Join(allowedKeys(reflect.TypeOf(out).Elem()), ", "))
-	}
-	return fmt.Errorf("%w: %s: %s.config: %v", sdk.ErrInvalidConfig, cfg.File, section, err)
-}
-
-var (
-	durationType = reflect.TypeOf(Duration{})
-	sizeType     = reflect.TypeOf(Size(0))
-)
-
-// checkUnitTypes checks that durations are given as strings and sizes as
-// integers or strings, so that a bare number is reported with its key.
-func checkUnitTypes(table map[string]any, t reflect.Type) error {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Type != durationType {
-			if err := checkUnitTypes(table, f.Type); err != nil {
-				return err
-			}
-			continue
-		}
-		key, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
-		v, ok := table[key]
-		if !ok {
-			continue
-		}
-		switch f.Type {
-		case durationType:
-			if _, ok := v.(string); !ok {
-				return fmt.Errorf("%s: got %v, want a duration string with a unit such as \"500ms\" or \"10s\"", key, v)
-			}
-		case sizeType:
-			switch v.(type) {
-			case string, int64:
-			default:
-				return fmt.Errorf("%s: got %v, want a number of bytes or a string such as \"256MiB\"", key, v)
-			}
-		}
-	}
-	return nil
-}
-
-// allowedKeys lists the toml keys of struct type t (embedded structs
-// flattened), sorted.
-func allowedKeys(t reflect.Type) []string {
-	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			keys = append(keys, allowedKeys(f.Type)...)
-			continue
-		}
-		if k, _, _ := strings.Cut(f.Tag.Get("toml"), ","); k != "" && k != "-" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
+	return cfg.Decode(out)
 }

@@ -96,7 +96,7 @@ func (n *Node) Configure(ctx context.Context, cfg sdk.Config) error {
 		return err
 	}
 	o := fc.CommonConfig.Options()
-	o.AckOn, o.WaitReplicas, o.Timeout, o.VisibleAfterReplicated = fc.AckOn, fc.WaitReplicas, fc.Timeout.Duration, fc.VisibleAfterReplicated
+	o.AckOn, o.WaitReplicas, o.Timeout, o.VisibleAfterReplicated = fc.AckOn, fc.WaitReplicas, fc.Timeout.D(), fc.VisibleAfterReplicated
 	return n.Setup(cfg, o)
 }
 
