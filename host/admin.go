@@ -86,7 +86,7 @@ func startAdmin(n *Node, addr string) (*adminServer, error) {
 			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"role": n.role, "epoch": ep})
+		writeJSON(w, http.StatusOK, map[string]any{"role": roleMaster, "epoch": ep})
 	})
 	mux.HandleFunc("POST /admin/force-writes", func(w http.ResponseWriter, r *http.Request) {
 		if err := n.ForceWrites(r.Context()); err != nil {
@@ -181,7 +181,7 @@ type pluginStatusJSON struct {
 func (n *Node) Status() StatusReport {
 	p := n.store.Positions()
 	st := StatusReport{
-		Role:   n.role,
+		Role:   n.currentRole(),
 		Uptime: time.Since(n.started).Round(time.Second).String(),
 		Offsets: map[string]int64{"min": p.Min, "dispatched": p.Dispatched, "confirm": p.Confirm,
 			"flushed": p.Flushed, "committed": p.Committed},
@@ -190,7 +190,7 @@ func (n *Node) Status() StatusReport {
 		Listeners:   map[string]string{},
 		Replication: n.host.Replication(),
 		FlushPolicy: n.flushPolicy,
-		ReplPolicy:  n.replPolicy,
+		ReplPolicy:  n.replicationPolicy(),
 	}
 	if e, ok := n.store.Epochs().Last(); ok {
 		st.Epoch = e.Epoch
@@ -245,9 +245,14 @@ func (n *Node) Promote(ctx context.Context) (int32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("promote: %w", err)
 	}
+	// Acks now follow the replicator's policy (a slave's was empty).
 	n.mu.Lock()
-	n.role = roleMaster
+	n.replPolicy = n.repl.AckPolicy()
+	if n.replPolicy.WaitReplicas > 0 && n.replPolicy.Timeout <= 0 {
+		n.replPolicy.Timeout = 3 * time.Second
+	}
 	n.mu.Unlock()
+	n.slave.Store(false)
 	n.log.Warn("promoted to master", "epoch", ep)
 	return ep, nil
 }
@@ -262,4 +267,18 @@ func (n *Node) ForceWrites(ctx context.Context) error {
 		return fmt.Errorf("replication plugin cannot lift fences: %w", sdk.ErrNotSupported)
 	}
 	return fw.ForceWrites(ctx)
+}
+
+func (n *Node) currentRole() string {
+	if n.slave.Load() {
+		return roleSlave
+	}
+	return roleMaster
+}
+
+// replicationPolicy is the ack policy in force (it changes on Promote).
+func (n *Node) replicationPolicy() sdk.ReplicationPolicy {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.replPolicy
 }

@@ -74,7 +74,7 @@ func (b backend) MaxMessageSize() int { return b.store().MaxMessageSize() }
 
 // Append implements remoting.Backend.
 func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]remoting.Appended, error) {
-	if b.n.role == roleSlave {
+	if b.n.slave.Load() {
 		return nil, fmt.Errorf("%w: this broker is a slave; send to the master", remoting.ErrServiceUnavailable)
 	}
 	if fenced, why := b.n.host.Fenced(); fenced {
@@ -115,7 +115,7 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]remoting
 func (b backend) AwaitAck(ctx context.Context, end int64) remoting.AckStatus {
 	start := time.Now()
 	defer b.n.metrics.ackLatency.UpdateDuration(start)
-	fp, rp := b.n.flushPolicy, b.n.replPolicy
+	fp, rp := b.n.flushPolicy, b.n.replicationPolicy()
 	if rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas {
 		b.n.metrics.ackStatus(remoting.AckSlaveNotAvailable).Inc()
 		return remoting.AckSlaveNotAvailable

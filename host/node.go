@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelmq/keel/core"
@@ -37,7 +38,10 @@ type Options struct {
 type Node struct {
 	prof *profile.Profile
 	log  *slog.Logger
-	role string
+	role string // the configured role; slave becomes master on Promote
+	// slave is true while this node is a slave (appends refused). Promote
+	// clears it.
+	slave atomic.Bool
 
 	store   *core.Store
 	host    *storehost.Host
@@ -71,6 +75,7 @@ func Start(ctx context.Context, prof *profile.Profile, opts Options) (n *Node, e
 	if n.role == "" {
 		n.role = roleMaster
 	}
+	n.slave.Store(n.role == roleSlave)
 	n.metrics = newMetrics(n)
 	defer func() {
 		if err != nil {
@@ -200,7 +205,7 @@ func (n *Node) listen() error {
 // haAddr is the replication plugin's listen address, if it reports one in
 // its status ("addr").
 func (n *Node) haAddr() string {
-	if n.repl == nil || n.role != roleMaster {
+	if n.repl == nil || n.slave.Load() {
 		return ""
 	}
 	st := n.pluginStatus(n.repl)

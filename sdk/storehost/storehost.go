@@ -145,7 +145,12 @@ func (h *Host) MetaApply(ctx context.Context, snapshot []byte) error {
 	if err := json.Unmarshal(snapshot, &s); err != nil {
 		return fmt.Errorf("decode metadata snapshot: %w", err)
 	}
-	return h.store.Meta().Apply(s)
+	if err := h.store.Meta().Apply(s); err != nil {
+		return err
+	}
+	// Persist now: a slave promoted after its master died must not lose
+	// the offsets it merged since the last periodic persist.
+	return h.store.Meta().PersistAll()
 }
 
 // ReportReplication implements sdk.Host.
