@@ -29,15 +29,6 @@ const (
 	// DefaultCommitInterval is the write-buffer commit cadence
 	// (commitIntervalCommitLog).
 	DefaultCommitInterval = 200 * time.Millisecond
-	// DefaultMaxWait bounds how long the adaptive strategy holds a flush
-	// back to grow its batch.
-	DefaultMaxWait = 300 * time.Microsecond
-	// DefaultIdleGap ends an adaptive wait early when no append arrives
-	// for this long.
-	DefaultIdleGap = 60 * time.Microsecond
-	// DefaultMinPendingBytes is the backlog at which the adaptive strategy
-	// starts holding flushes back (a sign that many producers wait).
-	DefaultMinPendingBytes = 4096
 )
 
 // SyncConfig is the [flush.config] of the "sync" strategy.
@@ -46,22 +37,6 @@ type SyncConfig struct {
 	// host answers FLUSH_DISK_TIMEOUT (the record stays stored). > 0.
 	// Default 5s.
 	Timeout config.Duration `toml:"timeout" json:"timeout"`
-}
-
-// AdaptiveConfig is the [flush.config] of the "adaptive" strategy.
-type AdaptiveConfig struct {
-	// Timeout: as SyncConfig.Timeout.
-	Timeout config.Duration `toml:"timeout" json:"timeout"`
-	// MaxWait bounds how long a flush is held back to let more producers
-	// join its batch. In (0, 100ms]. Default 300us.
-	MaxWait config.Duration `toml:"max_wait" json:"max_wait"`
-	// IdleGap ends the hold early when no append arrives for this long.
-	// In (0, MaxWait]. Default 60us.
-	IdleGap config.Duration `toml:"idle_gap" json:"idle_gap"`
-	// MinPendingBytes: a flush is held back only when at least this many
-	// bytes were already waiting when the flusher woke (many producers).
-	// >= 1. Default 4096.
-	MinPendingBytes int64 `toml:"min_pending_bytes" json:"min_pending_bytes"`
 }
 
 // AsyncConfig is the [flush.config] of the "async" strategy.
@@ -91,15 +66,6 @@ type BufferedConfig struct {
 }
 
 func defaultSyncConfig() SyncConfig { return SyncConfig{Timeout: config.Duration(DefaultTimeout)} }
-
-func defaultAdaptiveConfig() AdaptiveConfig {
-	return AdaptiveConfig{
-		Timeout:         config.Duration(DefaultTimeout),
-		MaxWait:         config.Duration(DefaultMaxWait),
-		IdleGap:         config.Duration(DefaultIdleGap),
-		MinPendingBytes: DefaultMinPendingBytes,
-	}
-}
 
 func defaultAsyncConfig() AsyncConfig {
 	return AsyncConfig{
@@ -154,22 +120,6 @@ func sectionOf(cfg sdk.Config) string {
 func (c SyncConfig) validate(cfg sdk.Config) error {
 	if c.Timeout.D() <= 0 {
 		return invalid(cfg, "timeout", "%s is not allowed: must be > 0 (e.g. \"5s\")", c.Timeout.D())
-	}
-	return nil
-}
-
-func (c AdaptiveConfig) validate(cfg sdk.Config) error {
-	if err := (SyncConfig{Timeout: c.Timeout}).validate(cfg); err != nil {
-		return err
-	}
-	if c.MaxWait.D() <= 0 || c.MaxWait.D() > 100*time.Millisecond {
-		return invalid(cfg, "max_wait", "%s is not allowed: must be in (0, 100ms] (e.g. \"300us\")", c.MaxWait.D())
-	}
-	if c.IdleGap.D() <= 0 || c.IdleGap.D() > c.MaxWait.D() {
-		return invalid(cfg, "idle_gap", "%s is not allowed: must be in (0, max_wait=%s]", c.IdleGap.D(), c.MaxWait.D())
-	}
-	if c.MinPendingBytes < 1 {
-		return invalid(cfg, "min_pending_bytes", "%d is not allowed: must be >= 1", c.MinPendingBytes)
 	}
 	return nil
 }

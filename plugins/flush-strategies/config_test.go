@@ -61,8 +61,6 @@ func TestDecodeValid(t *testing.T) {
 			&SyncConfig{Timeout: ms(3000)}},
 		{"buffered keys", "[flush.config]\ncommit_interval = \"50ms\"\ninterval = \"1s\"\n", "flush", ptr(defaultBufferedConfig()),
 			&BufferedConfig{CommitInterval: ms(50), Interval: ms(1000), LeastPages: 4, ThoroughInterval: ms(10000)}},
-		{"adaptive keys", "[flush.config]\nmax_wait = \"500us\"\nidle_gap = \"100us\"\nmin_pending_bytes = 1024\n", "flush", ptr(defaultAdaptiveConfig()),
-			&AdaptiveConfig{Timeout: ms(5000), MaxWait: config.Duration(500 * time.Microsecond), IdleGap: config.Duration(100 * time.Microsecond), MinPendingBytes: 1024}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,8 +85,6 @@ func equalConfig(a, b any) bool {
 		return *x == *b.(*SyncConfig)
 	case *BufferedConfig:
 		return *x == *b.(*BufferedConfig)
-	case *AdaptiveConfig:
-		return *x == *b.(*AdaptiveConfig)
 	}
 	return false
 }
@@ -116,9 +112,6 @@ func TestConfigureInvalid(t *testing.T) {
 		{NameAsync, "[flush.config]\ninterval = \"2s\"\nthorough_interval = \"1s\"\n", []string{"p.toml:3:21", "flush.config.thorough_interval", ">= interval"}},
 		{NameBuffered, "[flush.config]\ncommit_interval = \"0s\"\n", []string{"flush.config.commit_interval", "must be > 0"}},
 		{NameSync, "[flush.config]\ntimeout = \"0s\"\n", []string{"p.toml:2:11", "flush.config.timeout", "must be > 0"}},
-		{NameAdaptive, "[flush.config]\nmax_wait = \"1s\"\n", []string{"flush.config.max_wait", "(0, 100ms]"}},
-		{NameAdaptive, "[flush.config]\nmax_wait = \"100us\"\nidle_gap = \"200us\"\n", []string{"flush.config.idle_gap", "max_wait"}},
-		{NameAdaptive, "[flush.config]\nmin_pending_bytes = 0\n", []string{"flush.config.min_pending_bytes", ">= 1"}},
 		{NameAsync, "[flush]\nconfig = 3\n", []string{"p.toml:2:10", "flush.config", "want a table"}},
 		{NameAsync, "[flush.config\n", []string{"p.toml:1:"}},
 		{NameAsync, "[flush.config]\n[flush.config]\n", []string{"p.toml:2:"}},
@@ -160,7 +153,6 @@ func FuzzConfigure(f *testing.F) {
 	f.Add(fullProfile)
 	f.Add("[flush.config]\ninterval = \"1s\"\nleast_pages = 2\n")
 	f.Add("[flush.config]\ntimeout = \"5s\"\n")
-	f.Add("[flush.config]\nmax_wait = \"300us\"\nidle_gap = \"60us\"\nmin_pending_bytes = 4096\n")
 	f.Add("flush = { config = { commit_interval = \"1ms\" } }\n")
 	f.Add("[flush]\nconfig = 3\n")
 	f.Add("[flush.config]\ninterval = 500\n")
@@ -184,8 +176,6 @@ func FuzzConfigure(f *testing.F) {
 			case *asyncStrategy:
 				verr = x.cfg.validate(sdk.Config{})
 			case *bufferedStrategy:
-				verr = x.cfg.validate(sdk.Config{})
-			case *adaptiveStrategy:
 				verr = x.cfg.validate(sdk.Config{})
 			case *syncStrategy:
 				verr = x.cfg.validate(sdk.Config{})

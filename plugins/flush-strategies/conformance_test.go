@@ -16,7 +16,6 @@ func TestMain(m *testing.M) { os.Exit(plugintest.Main(m)) }
 // quickly.
 var conformanceConfigs = map[string]string{
 	NameSync:     ``,
-	NameAdaptive: `max_wait = "300us"`,
 	NameAsync:    "interval = \"10ms\"\nleast_pages = 1\nthorough_interval = \"50ms\"",
 	NameBuffered: "commit_interval = \"5ms\"\ninterval = \"10ms\"\nleast_pages = 1\nthorough_interval = \"50ms\"",
 }

@@ -316,18 +316,6 @@ func TestPowerCutSync(t *testing.T) {
 	}
 }
 
-// TestPowerCutAdaptive: as TestPowerCutSync, fewer cuts, for the adaptive
-// strategy with holds forced on.
-func TestPowerCutAdaptive(t *testing.T) {
-	t.Parallel()
-	st := runPowerCuts(t, crashConfig{name: NameAdaptive, waitAck: true,
-		body: "max_wait = \"500us\"\nidle_gap = \"100us\"\nmin_pending_bytes = 1\n"}, 150, 50, crashSeed(t))
-	t.Logf("%+v", st)
-	if st.acked < st.cuts {
-		t.Fatalf("exercised too little: %+v", st)
-	}
-}
-
 // TestPowerCutAsync: under async flushing a cut loses at most what was
 // written after the last completed flush, and never exposes a torn record.
 func TestPowerCutAsync(t *testing.T) {

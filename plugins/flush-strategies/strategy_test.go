@@ -47,7 +47,6 @@ func TestAckPolicy(t *testing.T) {
 	}{
 		{NameSync, "", sdk.FlushPolicy{WaitFlush: true, Timeout: 5 * time.Second, VisibleAfterFlush: true}},
 		{NameSync, `timeout = "750ms"`, sdk.FlushPolicy{WaitFlush: true, Timeout: 750 * time.Millisecond, VisibleAfterFlush: true}},
-		{NameAdaptive, "", sdk.FlushPolicy{WaitFlush: true, Timeout: 5 * time.Second, VisibleAfterFlush: true}},
 		{NameAsync, "", sdk.FlushPolicy{}},
 		{NameBuffered, "", sdk.FlushPolicy{WriteBuffer: true}},
 	}
@@ -104,7 +103,7 @@ func TestLifecycle(t *testing.T) {
 // TestSyncGroupCommit: appends that arrive while an fdatasync runs are
 // covered by exactly one more.
 func TestSyncGroupCommit(t *testing.T) {
-	for _, name := range []string{NameSync, NameAdaptive} {
+	for _, name := range []string{NameSync} {
 		t.Run(name, func(t *testing.T) {
 			h := newFakeHost()
 			h.gate = make(chan struct{})
@@ -156,7 +155,6 @@ func TestSyncIdleDoesNotFlush(t *testing.T) {
 func TestFlushErrorRetried(t *testing.T) {
 	for _, tc := range []struct{ name, body string }{
 		{NameSync, ""},
-		{NameAdaptive, ""},
 		{NameAsync, `interval = "2ms"` + "\nleast_pages = 0\n"},
 		{NameBuffered, `interval = "2ms"` + "\nleast_pages = 0\ncommit_interval = \"2ms\"\n"},
 	} {
@@ -313,45 +311,6 @@ func TestBufferedCommitsThenFlushes(t *testing.T) {
 	h.mu.Unlock()
 	if order != "commit,flush" {
 		t.Fatalf("Stop called %s, want commit,flush", order)
-	}
-}
-
-// TestAdaptiveHolds: with a large backlog the adaptive flusher holds the
-// flush until the previous batch's producers are back, and the batch
-// covers them.
-func TestAdaptiveHolds(t *testing.T) {
-	h := newFakeHost()
-	h.gate = make(chan struct{})
-	h.entered = make(chan int64, 1)
-	s := configured(t, NameAdaptive, "max_wait = \"50ms\"\nidle_gap = \"50ms\"\nmin_pending_bytes = 100\n")
-	if err := s.Start(bg, h); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(bg)
-	defer h.ungate()
-	h.add(1000) // first batch: no previous size, no hold
-	<-h.entered
-	h.add(500) // arrives during the fdatasync
-	h.gate <- struct{}{}
-	// The flusher finds 500 pending >= 100 and holds for up to 1000 more.
-	select {
-	case got := <-h.entered:
-		t.Fatalf("flushed %d without holding", got)
-	case <-time.After(10 * time.Millisecond):
-	}
-	h.add(1000)
-	if got := <-h.entered; got != 2500 {
-		t.Fatalf("held flush target %d, want 2500", got)
-	}
-	h.gate <- struct{}{}
-	var st struct {
-		Extra struct {
-			Holds int `json:"holds"`
-		} `json:"extra"`
-	}
-	b, _ := s.(sdk.StatusReporter).Status(bg)
-	if err := json.Unmarshal(b, &st); err != nil || st.Extra.Holds != 1 {
-		t.Fatalf("status %s: %v", b, err)
 	}
 }
 
@@ -521,13 +480,8 @@ func sortFloats(a []float64) {
 // offset never moves backwards.
 func TestSyncProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		name := rapid.SampledFrom([]string{NameSync, NameAdaptive}).Draw(rt, "strategy")
 		h := newFakeHost()
-		body := ""
-		if name == NameAdaptive {
-			body = "max_wait = \"200us\"\nidle_gap = \"50us\"\nmin_pending_bytes = 1\n"
-		}
-		s := configured(t, name, body)
+		s := configured(t, NameSync, "")
 		if err := s.Start(bg, h); err != nil {
 			rt.Fatal(err)
 		}

@@ -1,5 +1,5 @@
-// Command keel-flush serves one of keel's flush strategies (sync, async,
-// buffered, adaptive) as an external plugin over hashicorp/go-plugin, for
+// Command keel-flush serves one of keel's flush strategies (sync, async or
+// buffered) as an external plugin over hashicorp/go-plugin, for
 // profiles that load flush strategies out of process:
 //
 //	[flush]
@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	name := flag.String("strategy", "", "flush strategy: sync, async, buffered or adaptive (default $KEEL_FLUSH_STRATEGY, else sync)")
+	name := flag.String("strategy", "", "flush strategy: sync, async or buffered (default $KEEL_FLUSH_STRATEGY, else sync)")
 	flag.Parse()
 	chosen := *name
 	if chosen == "" && flag.NArg() > 0 {
