@@ -94,6 +94,7 @@ type Store struct {
 
 	committedN  notifier
 	flushedN    notifier
+	flushWait   offsetWaiters // WaitFlushed callers, by offset
 	dispatchedN notifier
 	confirmN    notifier
 
@@ -549,6 +550,7 @@ func (s *Store) Flush() (int64, error) {
 	s.flushed.Store(target)
 	s.flushedTs.Store(ts)
 	s.flushedN.notify()
+	s.flushWait.release(target)
 	if s.opts.OnFlush != nil {
 		s.opts.OnFlush(time.Since(t0), target-from)
 	}
@@ -561,7 +563,30 @@ func (s *Store) Flush() (int64, error) {
 // WaitFlushed blocks until the flushed offset reaches off or ctx ends. It
 // does not flush by itself: a flush strategy must be running.
 func (s *Store) WaitFlushed(ctx context.Context, off int64) error {
-	return waitFor(ctx, &s.flushedN, s.stop, func() bool { return s.flushed.Load() >= off })
+	if s.flushed.Load() >= off {
+		return nil
+	}
+	w := s.flushWait.add(off)
+	if s.flushed.Load() >= off { // a flush finished before add
+		s.flushWait.remove(w)
+		return nil
+	}
+	select {
+	case <-w.ch:
+		if s.flushed.Load() >= off {
+			return nil
+		}
+		return fmt.Errorf("wait for flush to %d: the log was truncated below it: %w", off, ErrOffset)
+	case <-ctx.Done():
+		s.flushWait.remove(w)
+		return ctx.Err()
+	case <-s.stop:
+		s.flushWait.remove(w)
+		if s.flushed.Load() >= off {
+			return nil
+		}
+		return ErrClosed
+	}
 }
 
 // WaitCommitted blocks until the committed offset exceeds after, and
