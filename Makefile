@@ -13,7 +13,7 @@ all: build
 # keel itself and the external plugin binaries (profiles load them from bin/).
 build:
 	$(GO) build -o $(BIN) ./cmd/keel
-	$(GO) build -o bin/ ./plugins/index-hash/cmd/keel-index-hash ./plugins/replication-async/cmd/replication-async \
+	$(GO) build -o bin/ ./plugins/flush-strategies/cmd/keel-flush ./plugins/index-hash/cmd/keel-index-hash ./plugins/replication-async/cmd/replication-async \
 		./plugins/replication-sync/cmd/replication-sync ./sdk/examples/replication-echo/cmd/...
 
 # Unit, property, crash and end-to-end tests; -race on everything.
