@@ -27,7 +27,9 @@ import (
 //	40 min      int64  commitlog minimum offset
 //	48 physTs   int64  store timestamp of the last flushed record (ms)
 //	56 logicsTs int64  store timestamp of the last dispatched record (ms)
-//	64..123 reserved, zero
+//	64 verifyFrom int64 a record boundary about VerifyWindow bytes below
+//	                   flushed, where crash recovery starts checking
+//	72..123 reserved, zero
 //	124 crc     uint32 CRC32-C of bytes [0,124)
 type Checkpoint struct {
 	Seq        uint64
@@ -37,6 +39,7 @@ type Checkpoint struct {
 	Min        int64
 	PhysTs     int64
 	LogicsTs   int64
+	VerifyFrom int64
 }
 
 const (
@@ -58,6 +61,7 @@ func (c *Checkpoint) encode() []byte {
 	binary.BigEndian.PutUint64(b[40:], uint64(c.Min))
 	binary.BigEndian.PutUint64(b[48:], uint64(c.PhysTs))
 	binary.BigEndian.PutUint64(b[56:], uint64(c.LogicsTs))
+	binary.BigEndian.PutUint64(b[64:], uint64(c.VerifyFrom))
 	binary.BigEndian.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
 	return b
 }
@@ -77,6 +81,7 @@ func decodeCheckpoint(b []byte) (Checkpoint, bool) {
 		Min:        int64(binary.BigEndian.Uint64(b[40:])),
 		PhysTs:     int64(binary.BigEndian.Uint64(b[48:])),
 		LogicsTs:   int64(binary.BigEndian.Uint64(b[56:])),
+		VerifyFrom: int64(binary.BigEndian.Uint64(b[64:])),
 	}, true
 }
 

@@ -63,6 +63,13 @@ type Options struct {
 	// in log order (indexers).
 	Listeners []DispatchListener
 
+	// VerifyWindow is how far below the durable checkpoint crash recovery
+	// re-checks records (CRC, length, position), so damage to recently
+	// flushed data is found and refused rather than served. Recovery cost
+	// is this window plus the unflushed tail, whatever the store's size.
+	// Default 64 MiB.
+	VerifyWindow int64
+
 	// CheckpointEvery is how often consume queues are flushed and the
 	// checkpoint written. Default 1 s.
 	CheckpointEvery time.Duration
@@ -199,6 +206,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.CQEntriesPerFile == 0 {
 		r.CQEntriesPerFile = DefaultCQEntriesPerFile
+	}
+	if r.VerifyWindow == 0 {
+		r.VerifyWindow = 64 << 20
 	}
 	if r.CheckpointEvery == 0 {
 		r.CheckpointEvery = DefaultCheckpointEvery

@@ -18,14 +18,18 @@ import (
 //   - Without an abort marker (clean shutdown) validation starts at the
 //     checkpoint's dispatched offset, which a clean Close leaves at the end
 //     of the log: only the tail is read, without CRC checks.
-//   - With an abort marker (crash) validation starts at the beginning of
-//     the segment holding min(checkpoint flushed, dispatched), checking
-//     length, magic, position and (unless disabled) CRC. A bad record below
+//   - With an abort marker (crash) validation starts at the checkpoint's
+//     VerifyFrom (a record boundary about Options.VerifyWindow below the
+//     flushed offset) or its dispatched offset, whichever is lower, checking
+//     length, magic, position, queue-offset sequence and (unless disabled)
+//     CRC. The cost is the window plus the unflushed tail, not the store's
+//     size. A bad record below
 //     the checkpoint's flushed offset is corruption of durable data: Open
 //     fails with a *CorruptError and nothing is cut. A bad record at or
 //     above it is a torn tail: the log ends there, the rest of that segment
 //     is zeroed and later segments are removed.
-//   - Consume queues are truncated to the recovered end; records between
+//   - Consume queues are truncated to the recovered end (after a crash, to
+//     the re-dispatch point, since unflushed entries may be torn); records between
 //     the checkpoint's dispatched offset and the end are dispatched again
 //     (idempotently) by the dispatcher.
 //   - The recovered tail is fsynced before the store accepts writes, so
@@ -115,8 +119,12 @@ func (s *Store) recover() error {
 	checkCRC := false
 	if crashed || !haveCk {
 		checkCRC = !s.opts.DisableCRCOnRecover
-		if seg := s.segmentFor(scanFrom); seg != nil {
-			scanFrom = max(minOff, seg.start)
+		if haveCk {
+			// Re-check a window below the checkpoint too: damage to
+			// recently flushed data is refused, not served.
+			scanFrom = max(minOff, min(scanFrom, ck.VerifyFrom))
+		} else {
+			scanFrom = minOff
 		}
 	}
 	s.recovery.ScanFrom = scanFrom
@@ -216,6 +224,10 @@ func (s *Store) finishOpen(ckptPath string, ck Checkpoint, haveCk bool) error {
 		PhysTs:     ck.PhysTs,
 		LogicsTs:   ck.LogicsTs,
 	}
+	if haveCk && ck.VerifyFrom >= c.Min && ck.VerifyFrom <= c.Flushed {
+		s.flushHist = []int64{ck.VerifyFrom}
+	}
+	c.VerifyFrom = s.verifyFromLocked(c.Flushed, c.Min)
 	if err := s.ckpt.write(c); err != nil {
 		return fmt.Errorf("write checkpoint after recovery: %w", err)
 	}

@@ -102,6 +102,7 @@ type Store struct {
 	dispatchMu sync.Mutex // held by the dispatcher per pass; Truncate takes it
 	ckptMu     sync.Mutex
 	ckpt       *checkpointFile
+	flushHist  []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
 
 	diskFull      atomic.Bool
 	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
@@ -701,6 +702,7 @@ func (s *Store) Checkpoint() error {
 		PhysTs:     s.flushedTs.Load(),
 		LogicsTs:   dts,
 	}
+	c.VerifyFrom = s.verifyFromLocked(c.Flushed, c.Min)
 	if c == (Checkpoint{Seq: c.Seq}) {
 		return nil
 	}
@@ -855,4 +857,29 @@ func (s *Store) DiskUsedRatio() float64 {
 		return 0
 	}
 	return du.UsedRatio()
+}
+
+// verifyFromLocked records flushed in the history of checkpointed flush
+// offsets (all record boundaries) and returns the newest of them that is at
+// least VerifyWindow below flushed, or the oldest known. ckptMu is held.
+func (s *Store) verifyFromLocked(flushed, minOff int64) int64 {
+	h := s.flushHist
+	if n := len(h); n == 0 || h[n-1] != flushed {
+		h = append(h, flushed)
+	}
+	// Drop history that is older than needed, and anything the log no
+	// longer holds (retention) or that lies beyond it (truncation).
+	i := 0
+	for i < len(h) && (h[i] < minOff || h[i] > flushed) {
+		i++
+	}
+	h = h[i:]
+	for len(h) >= 2 && h[1] <= flushed-s.opts.VerifyWindow {
+		h = h[1:]
+	}
+	s.flushHist = append(s.flushHist[:0], h...)
+	if len(s.flushHist) == 0 {
+		return max(minOff, flushed)
+	}
+	return s.flushHist[0]
 }
