@@ -163,6 +163,7 @@ func (s *Store) Truncate(off int64) error {
 		s.flushed.Store(off)
 	}
 	s.flushWait.releaseAll() // waiters beyond off learn their record is gone
+	s.truncGen.Add(1)
 	s.dispatched.Store(disp)
 	if seg := s.segmentFor(off); seg != nil {
 		s.active = seg

@@ -104,6 +104,7 @@ type Store struct {
 	ckpt       *checkpointFile
 	flushHist  []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
 
+	truncGen      atomic.Int64 // bumped by every Truncate (caches keyed by offset)
 	diskFull      atomic.Bool
 	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
 	readOnly      atomic.Bool
@@ -883,3 +884,7 @@ func (s *Store) verifyFromLocked(flushed, minOff int64) int64 {
 	}
 	return s.flushHist[0]
 }
+
+// TruncateGeneration changes whenever Truncate rewrites the log's tail, so
+// caches keyed by physical offset can tell a stale entry.
+func (s *Store) TruncateGeneration() int64 { return s.truncGen.Load() }

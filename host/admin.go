@@ -72,7 +72,7 @@ func startAdmin(n *Node, addr string) (*adminServer, error) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		b, err := n.store.ReadRecord(off)
+		b, err := n.cache.readRecord(n.store, off)
 		if err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return

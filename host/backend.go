@@ -204,7 +204,7 @@ func (b backend) OffsetByTime(ctx context.Context, topic string, queueID int32, 
 
 // ReadMessage implements remoting.Backend.
 func (b backend) ReadMessage(ctx context.Context, physOffset int64) ([]byte, error) {
-	rec, err := b.store().ReadRecord(physOffset)
+	rec, err := b.n.cache.readRecord(b.store(), physOffset)
 	if err != nil {
 		if errors.Is(err, core.ErrOffset) {
 			return nil, fmt.Errorf("%w: %w", remoting.ErrNotFound, err)
@@ -242,7 +242,7 @@ func (n *Node) QueryByKey(ctx context.Context, topic, key string, maxNum int, be
 	}
 	var out [][]byte
 	for _, off := range offs {
-		rec, err := n.store.ReadRecord(off)
+		rec, err := n.cache.readRecord(n.store, off)
 		if err != nil {
 			continue // removed by retention, or a stale index entry
 		}

@@ -73,8 +73,8 @@ func Check(ctx context.Context, p *profile.Profile) ([]DurabilityRow, error) {
 	n.metrics = newMetrics(n)
 	defer func() {
 		for _, lp := range n.plugins {
-			if sv, ok := lp.p.(interface{ Stop(context.Context) error }); ok && lp.external {
-				sv.Stop(ctx)
+			if sv := supervisorOf(lp.p); sv != nil {
+				sv.Stop(ctx) // kills the process; builtins were never started
 			}
 		}
 	}()

@@ -54,6 +54,7 @@ type Node struct {
 	replPolicy  sdk.ReplicationPolicy
 
 	metrics *nodeMetrics
+	cache   *readCache // nil when store.read_cache is 0
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
@@ -116,6 +117,7 @@ func (n *Node) openStore() error {
 		CQEntriesPerFile:    p.Store.CQEntriesPerFile,
 		DisableCRCOnRecover: !p.Store.CheckCRCOnRecover,
 		VisibleAfterFlush:   n.flushPolicy.VisibleAfterFlush,
+		WriteBuffer:         writeBufferSize(n.flushPolicy, int(p.Store.MaxMessageSize)),
 		Confirm:             confirm,
 		Listeners:           listeners,
 		OnFlush:             n.metrics.onFlush,
@@ -130,6 +132,10 @@ func (n *Node) openStore() error {
 	s, err := core.Open(o)
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", p.Store.Dir, err)
+	}
+	if n.cache, err = newReadCache(int64(p.Store.ReadCache)); err != nil {
+		s.Close()
+		return err
 	}
 	n.store = s
 	n.host.SetStore(s)
@@ -274,6 +280,14 @@ func (n *Node) Stop(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		// External plugins that were configured but never started (a
+		// failed start) still have a process to end.
+		for _, lp := range n.plugins {
+			if sv := supervisorOf(lp.p); sv != nil {
+				sv.Stop(ctx)
+			}
+		}
+		n.cache.close()
 		n.log.Info("stopped")
 	})
 	return errors.Join(errs...)
@@ -289,3 +303,12 @@ func (n *Node) pluginDataDir(kind sdk.Kind) (string, error) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// writeBufferSize is the store's write buffer for strategies that ask for
+// one: 64 MiB, or room for four maximum-size messages if that is more.
+func writeBufferSize(fp sdk.FlushPolicy, maxMessage int) int {
+	if !fp.WriteBuffer {
+		return 0
+	}
+	return max(64<<20, 4*(maxMessage+4096))
+}

@@ -146,6 +146,10 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 			}
 			lp.p = f()
 		}
+		// Registered before Configure so a failure below still stops it
+		// (an external plugin's process must not outlive a failed start).
+		n.plugins = append(n.plugins, lp)
+		lp.setState("configured", "")
 		cfg, err := n.pluginConfig(s.kind)
 		if err != nil {
 			return err
@@ -184,8 +188,6 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 				n.replPolicy = sdk.ReplicationPolicy{}
 			}
 		}
-		lp.setState("configured", "")
-		n.plugins = append(n.plugins, lp)
 	}
 	return nil
 }

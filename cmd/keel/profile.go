@@ -15,13 +15,14 @@ func cmdProfileCheck(args []string) error {
 	fs := flag.NewFlagSet("profile check", flag.ContinueOnError)
 	var sets setFlags
 	fs.Var(&sets, "set", "override a profile key: `key=value` (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("usage: keel profile check FILE [--set key=value ...]")
 	}
-	p, err := profile.Load(fs.Arg(0), sets)
+	p, err := profile.Load(pos[0], sets)
 	if err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func cmdProfileCheck(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("# %s: valid\n# effective profile (defaults filled in):\n\n%s\n", fs.Arg(0), eff)
+	fmt.Printf("# %s: valid\n# effective profile (defaults filled in):\n\n%s\n", pos[0], eff)
 	for _, w := range p.Warnings {
 		fmt.Printf("# warning: %s\n", w)
 	}

@@ -184,7 +184,7 @@ func getText(t *testing.T, url string) string {
 // it and finds the message again after a restart.
 func TestServeLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	n := startNode(t, "sync-flush.toml", "store.dir="+dir, "store.segment_size=8MiB")
+	n := startNode(t, "sync-flush.toml", "store.dir="+dir, "store.segment_size=8MiB", "store.read_cache=1MiB")
 	resp := send(t, n.Addr("broker"), "Orders", "hello", map[string]string{"KEYS": "order-42", "UNIQ_KEY": "U1", "TAGS": "new"})
 	if resp.Code != 0 {
 		t.Fatalf("send: code %d %s", resp.Code, resp.Remark)
@@ -223,6 +223,17 @@ func TestServeLifecycle(t *testing.T) {
 	getJSON(t, admin+"/message?id="+msgID, &byID)
 	if byID["body"] != "hello" {
 		t.Fatalf("message by id %s: %v", msgID, byID)
+	}
+	// Repeated lookups by id are served by the read cache (its Set is
+	// asynchronous, so allow a few rounds).
+	hit := false
+	for i := 0; i < 200 && !hit; i++ {
+		getJSON(t, admin+"/message?id="+msgID, &byID)
+		hit = !strings.Contains(getText(t, admin+"/metrics"), "keel_read_cache_hits_total 0\n")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !hit {
+		t.Fatal("read cache never hit for a repeated lookup by id")
 	}
 	if err := n.Stop(context.Background()); err != nil {
 		t.Fatal(err)

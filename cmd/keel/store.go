@@ -15,13 +15,14 @@ func cmdStoreInspect(args []string) error {
 	n := fs.Int("records", 0, "decode and print `N` records")
 	from := fs.Int64("from", 0, "first record's physical `offset` (default: the log minimum)")
 	crc := fs.Bool("crc", false, "verify body CRCs while scanning")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("usage: keel store inspect [--records N] [--from OFFSET] [--crc] DIR")
 	}
-	rep, err := core.Inspect(fs.Arg(0), core.InspectOptions{DumpRecords: *n, DumpFrom: *from, CheckCRC: *crc})
+	rep, err := core.Inspect(pos[0], core.InspectOptions{DumpRecords: *n, DumpFrom: *from, CheckCRC: *crc})
 	if err != nil {
 		return err
 	}
@@ -70,13 +71,14 @@ func cmdStoreInspect(args []string) error {
 func cmdStoreRepair(args []string) error {
 	fs := flag.NewFlagSet("store repair", flag.ContinueOnError)
 	dry := fs.Bool("dry-run", false, "only list what would be cut")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("usage: keel store repair [--dry-run] DIR")
 	}
-	plan, err := core.Repair(core.Options{Dir: fs.Arg(0)}, *dry)
+	plan, err := core.Repair(core.Options{Dir: pos[0]}, *dry)
 	if err != nil {
 		return err
 	}
