@@ -16,10 +16,14 @@ build:
 	$(GO) build -o bin/ ./plugins/flush-strategies/cmd/keel-flush ./plugins/index-hash/cmd/keel-index-hash ./plugins/replication-async/cmd/replication-async \
 		./plugins/replication-sync/cmd/replication-sync ./sdk/examples/replication-echo/cmd/...
 
-# Unit, property, crash and end-to-end tests; -race on everything.
+# Unit, property, crash and end-to-end tests. -race on all of keel's own
+# packages; the end-to-end tests run keel as a separate process and drive
+# it with the real rocketmq-client-go, whose own goroutines race with each
+# other at consumer shutdown, so that package runs without -race.
 test:
 	$(GO) vet ./...
-	$(GO) test $(GOFLAGS_T) -race -timeout 15m ./...
+	$(GO) test $(GOFLAGS_T) -race -timeout 15m $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test $(GOFLAGS_T) -timeout 15m ./test/e2e/...
 
 test-short:
 	$(GO) test $(GOFLAGS_T) -short ./...
