@@ -21,6 +21,7 @@ import (
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/sdk/replication"
 )
 
 // This file holds the replication tests' helpers: starting masters and
@@ -504,4 +505,85 @@ func rawPeer(addr string, junk []byte, d time.Duration) (closed bool, got []byte
 		return false, got, nil
 	}
 	return true, got, nil
+}
+
+// lyingReplica is an in-test HA peer that knows the secret, follows the
+// protocol honestly until told to lie, then acknowledges beyond what the
+// master sent it.
+type lyingReplica struct {
+	c        *replication.Conn
+	received int64         // log end received so far (reader goroutine only)
+	caughtUp chan struct{} // closed once it acknowledged the master's end honestly
+	lie      chan struct{} // close to make the next acknowledgement a lie
+	closed   chan error    // the error that ended the session
+}
+
+// startLyingReplica authenticates to the master at addr as an empty
+// replica, receives its log and acknowledges it honestly up to end; after
+// lie is closed it answers the next DATA frame with an acknowledgement
+// 1 MiB beyond it.
+func startLyingReplica(t *testing.T, addr, secret string, end int64) *lyingReplica {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatalf("lying replica: dial %s: %v", addr, err)
+	}
+	c := replication.NewConn(nc, replication.DefaultMaxFrame, 30*time.Second)
+	t.Cleanup(func() { c.Close() })
+	if _, err := replication.ClientAuth(c, secret, "liar"); err != nil {
+		t.Fatalf("lying replica: authentication with the right secret failed: %v", err)
+	}
+	if err := c.WriteFrame(true, replication.FrameState, replication.State{}.Marshal()); err != nil {
+		t.Fatalf("lying replica: send state: %v", err)
+	}
+	f, err := c.ExpectFrame(replication.FramePlan)
+	if err != nil {
+		t.Fatalf("lying replica: read plan: %v", err)
+	}
+	plan, err := replication.DecodePlan(f.Payload)
+	if err != nil {
+		t.Fatalf("lying replica: decode plan: %v", err)
+	}
+	if err := c.WriteFrame(true, replication.FrameAck, replication.Ack{Received: plan.From, Flushed: plan.From}.Marshal()); err != nil {
+		t.Fatalf("lying replica: first ack: %v", err)
+	}
+	r := &lyingReplica{c: c, received: plan.From, caughtUp: make(chan struct{}), lie: make(chan struct{}), closed: make(chan error, 1)}
+	go func() {
+		caught := false
+		for {
+			f, err := c.ReadFrame()
+			if err != nil {
+				r.closed <- err
+				return
+			}
+			switch f.Type {
+			case replication.FrameError:
+				m, _ := replication.DecodeErrorMsg(f.Payload)
+				r.closed <- &replication.PeerError{Code: m.Code, Reason: m.Reason}
+				return
+			case replication.FrameData:
+				h, data, err := replication.DecodeData(f.Payload)
+				if err != nil {
+					r.closed <- err
+					return
+				}
+				r.received = h.Offset + int64(len(data))
+				ack := r.received
+				select {
+				case <-r.lie:
+					ack += 1 << 20
+				default:
+				}
+				if err := c.WriteFrame(true, replication.FrameAck, replication.Ack{Received: ack, Flushed: ack}.Marshal()); err != nil {
+					r.closed <- err
+					return
+				}
+				if !caught && r.received >= end {
+					caught = true
+					close(r.caughtUp)
+				}
+			}
+		}
+	}()
+	return r
 }

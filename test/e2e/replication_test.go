@@ -66,8 +66,12 @@ func TestReplicationSyncKill9PromoteRejoin(t *testing.T) {
 		t.Fatalf("phase 1: sync producers got only %d SEND_OK in %v (status %v)", acks(), time.Since(t0), m.mustStatus())
 	}
 	before := m.mustStatus()
+	// The link fails with the master: pause it (what is in flight stays in
+	// the proxy), kill -9 the master, then drop what the proxy held.
+	proxy.pause()
 	m.kill()
-	proxy.cut() // what the link still carried is lost with the master
+	proxy.cut()
+	killedAt := time.Now()
 	for _, sp := range sps {
 		close(sp.stop)
 	}
@@ -85,8 +89,8 @@ func TestReplicationSyncKill9PromoteRejoin(t *testing.T) {
 		}
 		sp.mu.Unlock()
 	}
-	t.Logf("phase 1: killed the master (epoch %d, committed %d, acked %d) with %d messages attempted, %d SEND_OK, other statuses %v",
-		before.Epoch, before.committed(), before.Replication.AckedOffset, len(attempted), len(acked), notOK)
+	t.Logf("phase 1: killed the master (epoch %d, committed %d, acked %d) with %d messages attempted, %d SEND_OK, other statuses %v; producers done %v after the kill",
+		before.Epoch, before.committed(), before.Replication.AckedOffset, len(attempted), len(acked), notOK, time.Since(killedAt).Round(time.Millisecond))
 
 	sBefore := s.mustStatus()
 	if sBefore.Role != "slave" {
@@ -115,7 +119,7 @@ func TestReplicationSyncKill9PromoteRejoin(t *testing.T) {
 		t.Errorf("phase 1: ACKNOWLEDGED MESSAGES LOST: %d of the %d messages acknowledged by the sync master are not delivered by the promoted slave within 40s: %s",
 			len(miss), len(acked), abbrev(miss))
 	} else {
-		t.Logf("phase 1: all %d acknowledged messages delivered by the promoted slave", len(acked))
+		t.Logf("phase 1: all %d acknowledged messages delivered by the promoted slave (%v after the kill)", len(acked), time.Since(killedAt).Round(time.Millisecond))
 	}
 	if u := got.unexpected(attempted); len(u) > 0 {
 		t.Errorf("phase 1: the promoted slave delivered bodies never sent: %s", abbrev(u))
@@ -161,12 +165,16 @@ func TestReplicationSyncKill9PromoteRejoin(t *testing.T) {
 		t.Errorf("phase 2: the rejoined old master reports role %q", rst.Role)
 	}
 	if len(tail) > 0 {
+		if len(r.runLines("divergent tail")) == 0 {
+			t.Errorf("phase 2: the rejoined old master had a divergent tail of %d records but logged no cut (\"divergent tail\")", len(tail))
+		}
 		if n, err := r.metric("keel_replication_truncations_total"); err != nil || n < 1 {
 			t.Errorf("phase 2: the rejoined old master had a divergent tail of %d records but keel_replication_truncations_total = %v (%v)",
 				len(tail), n, err)
 		}
 	}
-	t.Logf("phase 2: both nodes at committed %d; rejoined node: %s", end, strings.Join(r.runLines("trunc"), "\n"))
+	t.Logf("phase 2: both nodes at committed %d (%v after the kill); rejoined node: %s", end, time.Since(killedAt).Round(time.Millisecond),
+		strings.Join(r.runLines("divergent tail"), "\n"))
 	s.stop()
 	r.stop()
 
@@ -504,13 +512,17 @@ func TestReplicationEmptySlaveFullCopy(t *testing.T) {
 	}
 }
 
+// profileSecret is the shared secret of the shipped replication profiles.
+const profileSecret = "change-me-shared-secret"
+
 // TestReplicationWrongSecretRefused: a slave configured with another
 // secret, and a peer that sends junk (a frame header claiming a 2 GiB
 // payload), are refused by a sync master holding data: the slave gets no
 // byte, the master counts no replica in sync and keeps answering
-// SLAVE_NOT_AVAILABLE, and counts the authentication failures. A slave
-// with the right secret then copies the log (the refusal was the secret's
-// doing).
+// SLAVE_NOT_AVAILABLE, and counts the authentication failures. A peer that
+// knows the secret but acknowledges beyond what it was sent is
+// disconnected and acknowledges nothing. A slave with the right secret
+// then copies the log (the refusals were the secret's and the lie's doing).
 func TestReplicationWrongSecretRefused(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
@@ -578,6 +590,45 @@ func TestReplicationWrongSecretRefused(t *testing.T) {
 	if lines := bad.runLines("auth"); len(lines) > 0 {
 		t.Logf("wrong-secret slave: %s", lines[len(lines)-1])
 	}
+
+	// A peer that knows the secret but acknowledges 1 MiB beyond what it
+	// was sent: rejected and disconnected, and its lie acknowledges no
+	// producer's message.
+	mEnd = m.mustStatus().committed()
+	liar := startLyingReplica(t, ha, profileSecret, mEnd)
+	select {
+	case <-liar.caughtUp:
+	case err := <-liar.closed:
+		t.Fatalf("lying replica: the session ended before it caught up honestly: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("lying replica: did not receive the master's log up to %d within 10s", mEnd)
+	}
+	m.waitWritable(1)
+	close(liar.lie)
+	start := time.Now()
+	res, err := sendOne(p, topic, "lied-about", 20*time.Second)
+	switch {
+	case err != nil:
+		t.Logf("send acknowledged by a lying replica: %v", err)
+	case res.Status == primitive.SendOK:
+		t.Errorf("LIE ACCEPTED: a replica acknowledging 1 MiB beyond the master's log made the sync master answer SEND_OK")
+	default:
+		t.Logf("send acknowledged only by a lying replica: %s after %v", statusName(res.Status), time.Since(start).Round(time.Millisecond))
+	}
+	select {
+	case err := <-liar.closed:
+		t.Logf("lying replica disconnected: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Errorf("the master kept a replica that acknowledged beyond its log connected for 10s")
+	}
+	if n, err := m.metric("keel_replication_rejected_acks_total"); err != nil || n < 1 {
+		t.Errorf("keel_replication_rejected_acks_total = %v (%v) after a lying acknowledgement, want >= 1", n, err)
+	}
+	if st := m.mustStatus(); st.Replication.AckedOffset > st.committed() || st.Replication.InSync != 0 {
+		t.Errorf("after the lying replica: acked offset %d (committed %d), %d in sync: %v",
+			st.Replication.AckedOffset, st.committed(), st.Replication.InSync, st)
+	}
+	mEnd = m.mustStatus().committed()
 
 	good := startSlave(t, "sync-slave.toml", "", "auth-good", ha)
 	waitSameCommitted(t, m, good, mEnd, 15*time.Second)
