@@ -1,0 +1,531 @@
+// Package wire measures keel end to end over its client protocol: a load
+// generator speaking the RocketMQ remoting protocol (package host/remoting)
+// sends SEND_MESSAGE requests to a real keel node over TCP on 127.0.0.1 and
+// times each acknowledgement.
+//
+// The generator opens Conns TCP connections. P logical producers are spread
+// over them (producer p uses connection p mod Conns); each producer sends
+// one message, waits for its response and then sends the next, like
+// rocketmq-client-go's SendSync, so P is the number of messages in flight.
+// A connection carries up to Depth outstanding requests at once (a
+// producer waits for a free slot first); responses are matched to requests
+// by opaque, in whatever order they arrive. Requests of one connection are
+// coalesced into as few writes as the producers' timing allows.
+//
+// Run starts a keel node in this process (host.Start with a profile from
+// configs/profiles, every listener on 127.0.0.1:0, the store in a scratch
+// directory), drives it with Load, and stops it. The node runs in the
+// benchmark's own process on purpose: bench/peers embeds NATS JetStream the
+// same way (server and client sharing one Go runtime and the same cores),
+// so the two are compared under the same conditions, and no separately
+// built binary is needed.
+package wire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelmq/keel/bench/hist"
+	"github.com/keelmq/keel/host/remoting"
+)
+
+// Producer statuses, named as RocketMQ's SendStatus names them (the
+// same names as bench/engine's cells), plus ERROR for every other response
+// code and for transport failures and timeouts.
+const (
+	StatusOK                = "SEND_OK"
+	StatusFlushDiskTimeout  = "FLUSH_DISK_TIMEOUT"
+	StatusFlushSlaveTimeout = "FLUSH_SLAVE_TIMEOUT"
+	StatusSlaveNotAvailable = "SLAVE_NOT_AVAILABLE"
+	StatusError             = "ERROR"
+)
+
+// StatusOf names the producer status of a SEND_MESSAGE response code:
+// 0 is SEND_OK; 10, 12 and 11 are FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT
+// and SLAVE_NOT_AVAILABLE (the message was stored, its durability
+// promise was not kept); every other code is ERROR.
+func StatusOf(code int16) string {
+	switch code {
+	case remoting.Success:
+		return StatusOK
+	case remoting.FlushDiskTimeout:
+		return StatusFlushDiskTimeout
+	case remoting.FlushSlaveTimeout:
+		return StatusFlushSlaveTimeout
+	case remoting.SlaveNotAvailable:
+		return StatusSlaveNotAvailable
+	}
+	return StatusError
+}
+
+// Stored reports whether a status means the broker stored the message.
+func Stored(status string) bool { return status != StatusError }
+
+// DefaultTopic is the topic the generator sends to.
+const DefaultTopic = "BenchTopic"
+
+// Defaults of LoadSpec.
+const (
+	DefaultConns   = 8
+	DefaultDepth   = 32
+	DefaultQueues  = 8
+	DefaultTimeout = 10 * time.Second
+	// opaqueBase starts every connection's opaque counter so that opaques
+	// never collide with 0 and stay positive for over a billion requests.
+	opaqueBase = 1
+)
+
+// LoadSpec describes one run of the load generator against a broker.
+type LoadSpec struct {
+	// Addr is the broker's host:port. Required.
+	Addr string
+	// Topic defaults to DefaultTopic; the broker must auto-create it or
+	// already have it.
+	Topic string
+	// Queues: producer p sends to queue p mod Queues. Default
+	// DefaultQueues; the topic must have at least this many.
+	Queues int
+	// Producers is the number of messages in flight (each producer waits
+	// for its ack before sending again). Required, >= 1.
+	Producers int
+	// Conns is the number of TCP connections. Default DefaultConns, and
+	// never more than Producers.
+	Conns int
+	// Depth caps the outstanding requests of one connection. Default
+	// DefaultDepth.
+	Depth int
+	// BodyBytes is the message body size. Required, >= 1.
+	BodyBytes int
+	// Warmup runs unmeasured before Duration, the measured window.
+	// Duration is required (> 0).
+	Warmup, Duration time.Duration
+	// Code is remoting.CodeSendMessage (default; long header field names,
+	// what rocketmq-client-go sends) or remoting.CodeSendMessageV2 (short
+	// names, what the Java client sends).
+	Code int16
+	// Timeout bounds the wait for one response. Default DefaultTimeout.
+	Timeout time.Duration
+	// Group is the producerGroup header field. Default "bench_producer".
+	Group string
+}
+
+func (s *LoadSpec) withDefaults() (LoadSpec, error) {
+	o := *s
+	if o.Addr == "" {
+		return o, errors.New("wire: LoadSpec.Addr is required")
+	}
+	if o.Producers < 1 || o.BodyBytes < 1 || o.Duration <= 0 {
+		return o, fmt.Errorf("wire: need Producers >= 1, BodyBytes >= 1 and Duration > 0 (got %d, %d, %v)", o.Producers, o.BodyBytes, o.Duration)
+	}
+	if o.Topic == "" {
+		o.Topic = DefaultTopic
+	}
+	if o.Queues <= 0 {
+		o.Queues = DefaultQueues
+	}
+	if o.Conns <= 0 {
+		o.Conns = DefaultConns
+	}
+	o.Conns = min(o.Conns, o.Producers)
+	if o.Depth <= 0 {
+		o.Depth = DefaultDepth
+	}
+	if o.Code == 0 {
+		o.Code = remoting.CodeSendMessage
+	}
+	if o.Code != remoting.CodeSendMessage && o.Code != remoting.CodeSendMessageV2 {
+		return o, fmt.Errorf("wire: LoadSpec.Code %d: want %d (SEND_MESSAGE) or %d (SEND_MESSAGE_V2)", o.Code, remoting.CodeSendMessage, remoting.CodeSendMessageV2)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Group == "" {
+		o.Group = "bench_producer"
+	}
+	return o, nil
+}
+
+// Result is one run of the generator. Counts cover only requests sent
+// inside the measured window.
+type Result struct {
+	// Msgs is the number of messages the broker stored (every status but
+	// ERROR); MsgsPerSec is Msgs over the window.
+	Msgs       int64
+	MsgsPerSec float64
+	// Latency is the producer-observed ack latency in ns, from the moment
+	// the producer wants to send (before waiting for a connection slot) to
+	// the response, for every request in the window, errors included.
+	Latency hist.Histogram
+	// Statuses counts requests by producer status (StatusOK, ...).
+	Statuses map[string]int64
+	// Errors counts ERROR statuses: other response codes, timeouts and
+	// connection failures.
+	Errors int64
+	// Unmatched counts responses whose opaque matched no outstanding
+	// request (over the whole run, warmup included); a correct broker
+	// sends none.
+	Unmatched int64
+	// FirstError describes the first error seen (a response code with its
+	// remark, or a transport error), "" if none.
+	FirstError string
+}
+
+// call is one producer's request slot: the reader delivers the matching
+// response (or a connection error) on done, which has room for one.
+type call struct {
+	done chan reply
+}
+
+type reply struct {
+	cmd *remoting.Command
+	err error
+}
+
+// conn is one pipelined connection.
+type conn struct {
+	nc     net.Conn
+	slots  chan struct{} // Depth tokens
+	opaque atomic.Int32
+
+	mu      sync.Mutex
+	pending map[int32]*call
+	err     error // set once the connection failed; pending is then empty
+
+	wmu    sync.Mutex
+	wbuf   []byte
+	wake   chan struct{}
+	closed chan struct{}
+
+	unmatched atomic.Int64
+}
+
+func dial(ctx context.Context, addr string, depth int) (*conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial broker %s: %w", addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := &conn{nc: nc, slots: make(chan struct{}, depth), pending: map[int32]*call{},
+		wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	c.opaque.Store(opaqueBase - 1)
+	go c.readLoop()
+	go c.writeLoop()
+	return c, nil
+}
+
+// close shuts the connection; outstanding calls get an error.
+func (c *conn) close() {
+	c.fail(net.ErrClosed)
+	_ = c.nc.Close()
+}
+
+// fail marks the connection failed and delivers err to every pending call.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	p := c.pending
+	c.pending = map[int32]*call{}
+	c.mu.Unlock()
+	close(c.closed)
+	for _, cl := range p {
+		cl.done <- reply{err: err}
+	}
+}
+
+func (c *conn) readLoop() {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		cmd, err := remoting.ReadCommand(br, 0)
+		if err != nil {
+			c.fail(fmt.Errorf("read response: %w", err))
+			return
+		}
+		if !cmd.IsResponse() {
+			continue // a broker-initiated request; the generator answers none
+		}
+		c.mu.Lock()
+		cl, ok := c.pending[cmd.Opaque]
+		if ok {
+			delete(c.pending, cmd.Opaque)
+		}
+		c.mu.Unlock()
+		if !ok {
+			c.unmatched.Add(1)
+			continue
+		}
+		cl.done <- reply{cmd: cmd}
+	}
+}
+
+// writeLoop writes whatever frames were queued since the last write, in
+// one write call.
+func (c *conn) writeLoop() {
+	var spare []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			return
+		}
+		c.wmu.Lock()
+		buf := c.wbuf
+		c.wbuf = spare[:0]
+		c.wmu.Unlock()
+		if len(buf) == 0 {
+			spare = buf
+			continue
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(fmt.Errorf("write requests: %w", err))
+			return
+		}
+		spare = buf
+	}
+}
+
+// start registers cl under a fresh opaque, stamps cmd with it and queues
+// its frame. It fails when the connection has failed.
+func (c *conn) start(cl *call, cmd *remoting.Command, scratch []byte) ([]byte, int32, error) {
+	op := c.opaque.Add(1)
+	cmd.Opaque = op
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return scratch, op, err
+	}
+	c.pending[op] = cl
+	c.mu.Unlock()
+	scratch = cmd.AppendFrame(scratch[:0])
+	c.wmu.Lock()
+	c.wbuf = append(c.wbuf, scratch...)
+	c.wmu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return scratch, op, nil
+}
+
+// abandon forgets the outstanding request op of cl (after a timeout or
+// cancellation). If the reader or a connection failure already took it
+// from pending, exactly one reply is on its way to cl.done; it is drained
+// so that cl can be reused.
+func (c *conn) abandon(cl *call, op int32) {
+	c.mu.Lock()
+	_, ok := c.pending[op]
+	delete(c.pending, op)
+	c.mu.Unlock()
+	if !ok {
+		<-cl.done
+	}
+}
+
+// message builds producer p's request template.
+func message(s *LoadSpec, p int, body []byte) *remoting.Command {
+	cmd := &remoting.Command{Code: s.Code, Language: "GO", Version: 317, Body: body}
+	q := strconv.Itoa(p % s.Queues)
+	if s.Code == remoting.CodeSendMessageV2 {
+		for k, v := range map[string]string{"a": s.Group, "b": s.Topic, "c": "TBW102", "d": "4", "e": q, "f": "0", "h": "0",
+			"j": "0", "k": "false", "l": "16", "m": "false", "n": "broker-a"} {
+			cmd.SetExt(k, v)
+		}
+	} else {
+		// The fields rocketmq-client-go sends with every SendSync.
+		for k, v := range map[string]string{"producerGroup": s.Group, "topic": s.Topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+			"queueId": q, "sysFlag": "0", "flag": "0", "reconsumeTimes": "0", "unitMode": "false", "maxReconsumeTimes": "16",
+			"batch": "false", "bname": "broker-a"} {
+			cmd.SetExt(k, v)
+		}
+	}
+	return cmd
+}
+
+// fieldNames returns the header names of the fields rewritten per message.
+func fieldNames(code int16) (born, props string) {
+	if code == remoting.CodeSendMessageV2 {
+		return "g", "i"
+	}
+	return "bornTimestamp", "properties"
+}
+
+// properties is the client's properties string for one message: KEYS and
+// UNIQ_KEY (32 hex digits, like the client's), and WAIT=true.
+func properties(dst []byte, runID, id uint64) []byte {
+	dst = append(dst, "KEYS\x01"...)
+	dst = appendHex(dst, id)
+	dst = append(dst, "\x02UNIQ_KEY\x01"...)
+	dst = appendHex(dst, runID)
+	dst = appendHex(dst, id)
+	dst = append(dst, "\x02WAIT\x01true\x02"...)
+	return dst
+}
+
+func appendHex(dst []byte, v uint64) []byte {
+	const digits = "0123456789ABCDEF"
+	for i := 60; i >= 0; i -= 4 {
+		dst = append(dst, digits[(v>>uint(i))&0xF])
+	}
+	return dst
+}
+
+// Load connects to s.Addr and runs the producers for Warmup + Duration,
+// measuring the requests sent inside the Duration window. It returns an
+// error when it cannot connect, when ctx ends, or when no message at all
+// was stored (the error then says why).
+func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
+	s, err := spec.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	conns := make([]*conn, 0, s.Conns)
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
+	for i := 0; i < s.Conns; i++ {
+		c, err := dial(ctx, s.Addr, s.Depth)
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	runID := uint64(time.Now().UnixNano())
+	bornKey, propKey := fieldNames(s.Code)
+
+	type pstats struct {
+		h        hist.Histogram
+		msgs     int64
+		statuses map[string]int64
+		first    string
+	}
+	ps := make([]pstats, s.Producers)
+	start := time.Now()
+	mStart, mEnd := start.Add(s.Warmup), start.Add(s.Warmup+s.Duration)
+	var wg sync.WaitGroup
+	for p := 0; p < s.Producers; p++ {
+		ps[p].statuses = map[string]int64{}
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			st := &ps[p]
+			c := conns[p%len(conns)]
+			body := make([]byte, s.BodyBytes)
+			for i := range body {
+				body[i] = byte('a' + (i+p)%26)
+			}
+			cmd := message(&s, p, body)
+			cl := &call{done: make(chan reply, 1)}
+			timer := time.NewTimer(s.Timeout)
+			defer timer.Stop()
+			var frame, props []byte
+			var seq uint64
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if !t0.Before(mEnd) {
+					return
+				}
+				seq++
+				props = properties(props[:0], runID, uint64(p)<<40|seq)
+				cmd.SetExt(propKey, string(props))
+				cmd.SetExt(bornKey, strconv.FormatInt(t0.UnixMilli(), 10))
+				status, detail := StatusError, ""
+				acquired := false
+				select {
+				case c.slots <- struct{}{}:
+					acquired = true
+				case <-c.closed:
+				case <-ctx.Done():
+					return
+				}
+				var op int32
+				var err error
+				frame, op, err = c.start(cl, cmd, frame)
+				if err != nil {
+					detail = err.Error()
+				} else {
+					timer.Reset(s.Timeout)
+					select {
+					case r := <-cl.done:
+						switch {
+						case r.err != nil:
+							detail = r.err.Error()
+						case r.cmd.Opaque != op:
+							detail = fmt.Sprintf("response opaque %d for request %d", r.cmd.Opaque, op)
+						default:
+							status = StatusOf(r.cmd.Code)
+							if status == StatusError {
+								detail = fmt.Sprintf("response code %d: %s", r.cmd.Code, r.cmd.Remark)
+							}
+						}
+					case <-timer.C:
+						c.abandon(cl, op)
+						detail = fmt.Sprintf("no response within %v", s.Timeout)
+					case <-ctx.Done():
+						c.abandon(cl, op)
+					}
+				}
+				if acquired {
+					<-c.slots
+				}
+				t1 := time.Now()
+				if !t0.Before(mStart) {
+					st.h.Record(int64(t1.Sub(t0)))
+					st.statuses[status]++
+					if Stored(status) {
+						st.msgs++
+					}
+				}
+				if status == StatusError {
+					if st.first == "" {
+						st.first = detail
+					}
+					time.Sleep(time.Millisecond) // do not spin on a failing broker
+
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := &Result{Statuses: map[string]int64{}}
+	for i := range ps {
+		r.Latency.Merge(&ps[i].h)
+		r.Msgs += ps[i].msgs
+		for k, v := range ps[i].statuses {
+			r.Statuses[k] += v
+		}
+		if r.FirstError == "" {
+			r.FirstError = ps[i].first
+		}
+	}
+	r.Errors = r.Statuses[StatusError]
+	for _, c := range conns {
+		r.Unmatched += c.unmatched.Load()
+	}
+	if r.Msgs == 0 {
+		if r.FirstError != "" {
+			return nil, fmt.Errorf("wire: no message was stored: %s", r.FirstError)
+		}
+		return nil, errors.New("wire: no message was stored in the window")
+	}
+	r.MsgsPerSec = float64(r.Msgs) / s.Duration.Seconds()
+	return r, nil
+}

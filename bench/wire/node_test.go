@@ -1,0 +1,103 @@
+package wire
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/keelmq/keel/host"
+	"github.com/keelmq/keel/host/remoting"
+	"github.com/keelmq/keel/sdk"
+)
+
+var profileDir = filepath.Join("..", "..", "configs", "profiles")
+
+// TestEndToEnd runs the generator against a real keel node under both
+// shipped profiles the benchmark uses and checks that every acknowledged
+// message is in the store.
+func TestEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		code    int16
+	}{{"default", remoting.CodeSendMessage}, {"sync-flush", remoting.CodeSendMessage}, {"default", remoting.CodeSendMessageV2}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			path, err := FindProfile(tc.profile, profileDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			n, err := StartNode(ctx, NodeSpec{Profile: path, Dir: t.TempDir(), SegmentSize: 64 << 20, Queues: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Stop(ctx)
+			ls := LoadSpec{Addr: n.Addr("broker"), Queues: 4, Producers: 8, Conns: 2, Depth: 4, BodyBytes: 128,
+				Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond, Code: tc.code}
+			if err := prime(ctx, ls); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Load(ctx, ls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Statuses[StatusOK] == 0 || r.Errors != 0 || r.Unmatched != 0 {
+				t.Fatalf("statuses %v, errors %d (%s), unmatched %d", r.Statuses, r.Errors, r.FirstError, r.Unmatched)
+			}
+			// Every stored message, warmup and priming included, is in a
+			// queue of the topic.
+			var inQueues int64
+			for q := int32(0); q < 4; q++ {
+				inQueues += n.Store().MaxQueueOffset(DefaultTopic, q)
+			}
+			if inQueues < r.Msgs+1 {
+				t.Fatalf("queues hold %d messages, the generator counted %d acks in the window", inQueues, r.Msgs)
+			}
+			t.Logf("%s code %d: %.0f msgs/s, p50 %v, p99 %v, %d in queues", tc.profile, tc.code, r.MsgsPerSec,
+				time.Duration(r.Latency.Quantile(0.5)), time.Duration(r.Latency.Quantile(0.99)), inQueues)
+		})
+	}
+}
+
+// TestRun covers Run's start, priming, load and stop, and the builtin
+// registration's tolerance of an existing catalog.
+func TestRun(t *testing.T) {
+	path, err := FindProfile("default", profileDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), Spec{Node: NodeSpec{Profile: path, Dir: filepath.Join(t.TempDir(), "node"), Queues: 2},
+		Load: LoadSpec{Producers: 2, BodyBytes: 32, Duration: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Msgs == 0 {
+		t.Fatalf("no messages: %+v", r)
+	}
+	// registerBuiltins ran once and left every builtin the profiles name.
+	for kind, name := range map[sdk.Kind]string{sdk.KindFlush: "sync", sdk.KindIndex: "hash", sdk.KindReplication: "async"} {
+		found := false
+		for _, b := range host.Builtins(kind) {
+			found = found || b == name
+		}
+		if !found {
+			t.Errorf("builtin %s %q not registered", kind, name)
+		}
+	}
+}
+
+func TestFindProfile(t *testing.T) {
+	if _, err := FindProfile("no-such-profile", profileDir); err == nil {
+		t.Fatal("found a missing profile")
+	}
+	p, err := FindProfile("sync-flush", profileDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := FindProfile(p); err != nil || q != p {
+		t.Fatalf("a path: %q, %v", q, err)
+	}
+	if _, err := FindProfile(filepath.Join(t.TempDir(), "x.toml")); err == nil {
+		t.Fatal("a missing path was accepted")
+	}
+}
