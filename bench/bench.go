@@ -13,7 +13,7 @@
 //	--quick        trim durations and repeats to finish in under 3 minutes
 //	               (matrix.Config.Quick)
 //	--skip LIST    comma-separated parts not to run: ceiling, cells, peers,
-//	               recovery
+//	               recovery, wire
 //	--scratch DIR  where benchmark stores live (default OUT/scratch; it must
 //	               be on the disk you want to measure), removed afterwards
 //	--plugin-dir DIR  where external plugin binaries are (keel-flush,
@@ -49,6 +49,7 @@ import (
 	"github.com/keelmq/keel/bench/peers"
 	"github.com/keelmq/keel/bench/recovery"
 	"github.com/keelmq/keel/bench/report"
+	"github.com/keelmq/keel/bench/wire"
 )
 
 // Parts of a run that --skip can leave out.
@@ -57,6 +58,9 @@ const (
 	PartCells    = "cells"
 	PartPeers    = "peers"
 	PartRecovery = "recovery"
+	// PartWire is keel end to end over the RocketMQ protocol beside NATS
+	// JetStream (the matrix's [wire] section, package bench/wire).
+	PartWire = "wire"
 )
 
 // Options configures Run.
@@ -88,7 +92,7 @@ func Main(args []string) error {
 	cfgPath := fl.String("config", "", "benchmark matrix TOML file (required), e.g. configs/bench/quick.toml")
 	out := fl.String("out", "bench-out", "output directory for results.json, results.csv, report.md and charts")
 	quick := fl.Bool("quick", false, "trim durations and repeats to finish in under 3 minutes")
-	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery")
+	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery, wire")
 	scratch := fl.String("scratch", "", "directory for benchmark stores (default OUT/scratch)")
 	pluginDir := fl.String("plugin-dir", "", "directory holding external plugin binaries (keel-flush, keel-index-hash); default: next to this executable, ./bin, PATH")
 	if err := fl.Parse(args); err != nil {
@@ -116,8 +120,8 @@ func Main(args []string) error {
 		if s == "" {
 			continue
 		}
-		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery}, s) {
-			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers or recovery", s)
+		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery, PartWire}, s) {
+			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers, recovery or wire", s)
 		}
 		o.Skip[s] = true
 	}
@@ -156,7 +160,7 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 		Settings: report.Settings{DurationMs: cfg.Duration.D().Milliseconds(), WarmupMs: cfg.Warmup.D().Milliseconds(),
 			Repeats: cfg.Repeats, SegmentSize: int64(cfg.SegmentSize), Queues: cfg.Queues},
 		Ceilings: report.Ceilings{GroupCommitPerSec: map[string]float64{}}, Cells: []report.Cell{}, Peers: []report.Peer{},
-		Recovery: []report.Recovery{}, Notes: []string{}}
+		Recovery: []report.Recovery{}, Wire: []report.Wire{}, Notes: []string{}}
 
 	pr := newProgress(o.Progress, planSteps(cfg, o.Skip))
 	fmt.Fprintf(o.Progress, "keel bench %s: %d cells × %d runs of %v, estimated at least %v\n", cfg.Name, len(cfg.Cells()), cfg.Repeats,
@@ -205,6 +209,13 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 			return nil, ctx.Err()
 		}
 	}
+	if !o.Skip[PartWire] {
+		res.Wire = wire.RunPart(ctx, cfg.Wire, wire.PartOptions{Scratch: o.Scratch, Warmup: cfg.Warmup.D(), Queues: cfg.Queues,
+			Step: pr.step, Result: pr.result, Skip: pr.skip})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	if !o.Skip[PartRecovery] {
 		res.Recovery = runRecovery(ctx, cfg, o, pr)
 		if ctx.Err() != nil {
@@ -241,6 +252,9 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 	}
 	if !skip[PartPeers] {
 		n += (len(cfg.Peers.NATS) + len(cfg.Peers.Redis)) * len(cfg.Peers.Producers) * len(cfg.Peers.BodyBytes) * cfg.Peers.Repeats
+	}
+	if !skip[PartWire] {
+		n += cfg.WireRuns()
 	}
 	if !skip[PartRecovery] {
 		n += len(cfg.Recovery.Sizes) * len(cfg.Recovery.Crashes) * len(cfg.Recovery.Flush) * cfg.Recovery.Repeats

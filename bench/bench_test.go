@@ -59,6 +59,14 @@ redis = ["always"]
 producers = [2]
 duration = "60ms"
 repeats = 1
+
+[wire]
+profiles = ["../configs/profiles/default.toml"]
+producers = [2]
+connections = 2
+segment_size = "8MiB"
+duration = "60ms"
+repeats = 1
 `
 
 // TestEndToEnd runs the whole harness on a tiny matrix and checks every
@@ -121,6 +129,9 @@ func TestEndToEnd(t *testing.T) {
 	for _, p := range raw["peers"].([]any) {
 		requireKeys("peer", p, "name", "config", "msgs_per_sec", "p99_us")
 	}
+	for _, w := range raw["wire"].([]any) {
+		requireKeys("wire", w, "name", "profile", "producers", "connections", "msgs_per_sec", "p50_us", "p99_us", "statuses")
+	}
 	for _, r := range raw["recovery"].([]any) {
 		requireKeys("recovery", r, "profile", "store_bytes", "crash", "ready_ms", "dispatched_ms", "acked_lost")
 	}
@@ -158,6 +169,10 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if len(back.Peers) != 2 || back.Peers[0].Status != "ok" {
 		t.Errorf("peers: %+v", back.Peers)
+	}
+	if len(back.Wire) != 2 || back.Wire[0].Status != "ok" || back.Wire[0].Statuses["SEND_OK"] == 0 || back.Wire[0].RatioToNATS <= 0 ||
+		back.Wire[1].Name != "nats-jetstream" || back.Wire[1].Status != "ok" {
+		t.Errorf("wire: %+v", back.Wire)
 	}
 	for _, r := range back.Recovery {
 		if r.Status != "ok" || r.AckedLost != 0 || r.Acked == 0 {

@@ -43,6 +43,14 @@
 //	producers = [64]
 //	body_bytes = [128]
 //
+//	[wire]                   # keel over the RocketMQ protocol (bench/wire)
+//	profiles    = ["default", "sync-flush"]  # empty: part disabled
+//	producers   = [64]
+//	connections = 8
+//	depth       = 32
+//	body_bytes  = [128]
+//	nats        = true       # NATS JetStream r1-default alongside
+//
 // Several [[matrix]] blocks may be given; the cells are the union of their
 // cross products, each distinct cell once, in file order. Decoding is
 // strict: an unknown key, a value of the wrong type or a value outside the
@@ -180,6 +188,7 @@ type Config struct {
 	Matrix   []Block        `toml:"matrix"`
 	Recovery RecoveryConfig `toml:"recovery"`
 	Peers    PeersConfig    `toml:"peers"`
+	Wire     WireConfig     `toml:"wire"`
 }
 
 // CeilingConfig configures the raw-disk probes.
@@ -249,6 +258,38 @@ type PeersConfig struct {
 	Duration Duration `toml:"duration"`
 	Repeats  int      `toml:"repeats"`
 }
+
+// WireConfig configures the wire part: a keel node started in the
+// benchmark's process under each profile, driven over the RocketMQ
+// remoting protocol by bench/wire's load generator, with NATS JetStream
+// R1 default (bench/peers) measured at the same producers and body size,
+// the runs interleaved.
+type WireConfig struct {
+	// Profiles are keel profiles: a name looked up as
+	// configs/profiles/NAME.toml, or a path. Empty disables the part.
+	Profiles []string `toml:"profiles"`
+	// Producers are the message-in-flight counts measured. Default [64].
+	Producers []int `toml:"producers"`
+	// Connections is the number of TCP connections the producers share.
+	// Default 8 (bench/peers' NATS runner uses min(producers, 8)).
+	Connections int `toml:"connections"`
+	// Depth caps the outstanding requests of one connection. Default 32.
+	Depth int `toml:"depth"`
+	// BodyBytes are the body sizes measured. Default [128].
+	BodyBytes []int `toml:"body_bytes"`
+	// SegmentSize overrides the profile's store.segment_size. Default
+	// 256MiB.
+	SegmentSize Size `toml:"segment_size"`
+	// NATS runs NATS JetStream r1-default alongside (default true); every
+	// keel row then carries its ratio to it.
+	NATS *bool `toml:"nats"`
+	// Duration and Repeats default to the top-level ones.
+	Duration Duration `toml:"duration"`
+	Repeats  int      `toml:"repeats"`
+}
+
+// WithNATS reports whether NATS JetStream r1-default runs alongside.
+func (w WireConfig) WithNATS() bool { return w.NATS == nil || *w.NATS }
 
 // Cell is one combination of the matrix.
 type Cell struct {
@@ -400,6 +441,22 @@ func (c *Config) fill() {
 		p.Duration = c.Duration
 	}
 	defInt(&p.Repeats, c.Repeats)
+	w := &c.Wire
+	if len(w.Producers) == 0 {
+		w.Producers = []int{64}
+	}
+	if len(w.BodyBytes) == 0 {
+		w.BodyBytes = []int{128}
+	}
+	defInt(&w.Connections, 8)
+	defInt(&w.Depth, 32)
+	if w.SegmentSize == 0 {
+		w.SegmentSize = 256 << 20
+	}
+	if w.Duration == 0 {
+		w.Duration = c.Duration
+	}
+	defInt(&w.Repeats, c.Repeats)
 }
 
 // Limits of numeric settings.
@@ -487,6 +544,22 @@ func (c *Config) Validate() error {
 	if p.Repeats < 1 {
 		bad("peers.repeats: %d, want >= 1", p.Repeats)
 	}
+	w := c.Wire
+	for _, name := range w.Profiles {
+		if strings.TrimSpace(name) == "" {
+			bad("wire.profiles: an empty profile name")
+		}
+	}
+	checkInts("wire.producers", w.Producers, 1, MaxProducers)
+	checkInts("wire.connections", []int{w.Connections}, 1, 1024)
+	checkInts("wire.depth", []int{w.Depth}, 1, 1<<16)
+	checkInts("wire.body_bytes", w.BodyBytes, 1, 1<<20)
+	if w.SegmentSize < 1<<20 {
+		bad("wire.segment_size: %v, want at least 1MiB", w.SegmentSize)
+	}
+	if w.Repeats < 1 {
+		bad("wire.repeats: %d, want >= 1", w.Repeats)
+	}
 	return errors.Join(errs...)
 }
 
@@ -559,6 +632,8 @@ func (c *Config) Quick() *Config {
 	q.Recovery.Repeats = 1
 	q.Peers.Duration = Duration(min(c.Peers.Duration.D(), time.Second))
 	q.Peers.Repeats = 3
+	q.Wire.Duration = Duration(min(c.Wire.Duration.D(), time.Second))
+	q.Wire.Repeats = 3
 	return &q
 }
 
@@ -573,5 +648,21 @@ func (c *Config) Estimate() time.Duration {
 	}
 	peers := len(c.Peers.NATS) + len(c.Peers.Redis)
 	t += time.Duration(peers*len(c.Peers.Producers)*len(c.Peers.BodyBytes)*c.Peers.Repeats) * c.Peers.Duration.D()
+	t += time.Duration(c.WireRuns()) * (c.Wire.Duration.D() + c.Warmup.D())
 	return t
+}
+
+// WireRuns is the number of runs of the wire part: every profile, plus
+// NATS when enabled, at every producer count and body size, Repeats
+// times. It is 0 when no profile is configured.
+func (c *Config) WireRuns() int {
+	w := c.Wire
+	if len(w.Profiles) == 0 {
+		return 0
+	}
+	systems := len(w.Profiles)
+	if w.WithNATS() {
+		systems++
+	}
+	return systems * len(w.Producers) * len(w.BodyBytes) * w.Repeats
 }

@@ -165,3 +165,47 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestWireSection(t *testing.T) {
+	c, err := Parse("x.toml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WireRuns() != 0 || len(c.Wire.Profiles) != 0 {
+		t.Fatalf("no [wire] section must mean no wire runs: %+v", c.Wire)
+	}
+	doc := "duration = \"3s\"\n" + minimal + `[wire]
+profiles = ["default", "sync-flush"]
+producers = [1, 64]
+`
+	c, err = Parse("x.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Wire
+	if w.Connections != 8 || w.Depth != 32 || len(w.BodyBytes) != 1 || w.BodyBytes[0] != 128 || w.SegmentSize != 256<<20 ||
+		w.Duration.D() != 3*time.Second || w.Repeats != 3 || !w.WithNATS() {
+		t.Fatalf("defaults: %+v", w)
+	}
+	if got := c.WireRuns(); got != 3*2*1*3 {
+		t.Fatalf("WireRuns = %d, want 18", got)
+	}
+	if q := c.Quick(); q.Wire.Duration.D() != time.Second || q.Wire.Repeats != 3 {
+		t.Fatalf("quick: %+v", q.Wire)
+	}
+	off, err := Parse("x.toml", []byte(doc+"nats = false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Wire.WithNATS() || off.WireRuns() != 2*2*1*3 {
+		t.Fatalf("nats = false: %v, %d runs", off.Wire.WithNATS(), off.WireRuns())
+	}
+	for _, bad := range []string{"connections = -1\n", "depth = 100000\n", "body_bytes = [0]\n", "producers = [5000]\n",
+		"profiles = [\"\"]\n", "segment_size = \"4KiB\"\n", "pipeline = 3\n"} {
+		if _, err := Parse("x.toml", []byte(minimal+"[wire]\n"+bad)); err == nil {
+			t.Errorf("[wire] %s accepted", strings.TrimSpace(bad))
+		} else if !strings.Contains(err.Error(), "wire") {
+			t.Errorf("[wire] %s: error does not name the section: %v", strings.TrimSpace(bad), err)
+		}
+	}
+}

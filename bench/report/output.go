@@ -163,6 +163,18 @@ func (r *Results) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\tok\t%s\t%s\t%s\t%s\t\n", name, rangeStr(p.MsgsPerSec, p.MsgsPerSecMin, p.MsgsPerSecMax), us(p.P50us), us(p.P99us), us(p.P999us))
 		}
 	}
+	if len(r.Wire) > 0 {
+		fmt.Fprintln(tw, "\t\t\t")
+		fmt.Fprintln(tw, "WIRE\tSTATUS\tMSGS/S [MIN–MAX]\tP50\tP99\tP99.9\tVS NATS R1")
+		for _, x := range r.Wire {
+			if x.Status != "ok" {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\n", x.Key(), x.Status, truncate(x.Note, 60))
+				continue
+			}
+			fmt.Fprintf(tw, "%s\tok\t%s\t%s\t%s\t%s\t%s\n", x.Key(), rangeStr(x.MsgsPerSec, x.MsgsPerSecMin, x.MsgsPerSecMax),
+				us(x.P50us), us(x.P99us), us(x.P999us), ratioStr(x))
+		}
+	}
 	if len(r.Recovery) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
 		fmt.Fprintln(tw, "RECOVERY\tSTATUS\tSTORE\tREADY\tDISPATCHED\tACKED LOST\t")
@@ -184,6 +196,14 @@ func ceilingStr(c Cell) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0f%% of %s", 100*c.CeilingRatio, c.Ceiling)
+}
+
+// ratioStr is "1.62×" for a keel wire row measured beside NATS, else "".
+func ratioStr(w Wire) string {
+	if w.RatioToNATS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f×", w.RatioToNATS)
 }
 
 func truncate(s string, n int) string {
@@ -281,6 +301,20 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 			}
 			p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", x.Name, x.Config, x.Producers, rangeStr(x.MsgsPerSec, x.MsgsPerSecMin, x.MsgsPerSecMax),
 				us(x.P50us), us(x.P99us), us(x.P999us), x.Note)
+		}
+		p("\n")
+	}
+
+	if len(r.Wire) > 0 {
+		p("## Wire (RocketMQ remoting end to end, NATS JetStream R1 in the same run)\n\n")
+		p("| system | profile | producers | conns × depth | msgs/s [min–max] | p50 | p99 | p99.9 | vs NATS R1 | statuses | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, x := range r.Wire {
+			if x.Status != "ok" {
+				p("| %s | %s | %d | %d × %d | %s | | | | | | %s |\n", x.Name, x.Profile, x.Producers, x.Connections, x.Depth, x.Status, x.Note)
+				continue
+			}
+			p("| %s | %s | %d | %d × %d | %s | %s | %s | %s | %s | %s | %s |\n", x.Name, x.Profile, x.Producers, x.Connections, x.Depth,
+				rangeStr(x.MsgsPerSec, x.MsgsPerSecMin, x.MsgsPerSecMax), us(x.P50us), us(x.P99us), us(x.P999us), ratioStr(x), statusStr(x.Statuses), x.Note)
 		}
 		p("\n")
 	}

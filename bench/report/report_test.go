@@ -112,3 +112,51 @@ func TestTableAndMarkdown(t *testing.T) {
 		t.Errorf("markdown chart links lack the prefix")
 	}
 }
+
+func TestWireRows(t *testing.T) {
+	r := sample()
+	r.Wire = []Wire{
+		{Name: "keel", Profile: "sync-flush", Producers: 64, Connections: 8, Depth: 32, BodyBytes: 128, Status: "ok", MsgsPerSec: 90000,
+			MsgsPerSecMin: 80000, MsgsPerSecMax: 95000, P50us: 600, P99us: 3000, Statuses: map[string]int64{"SEND_OK": 270000},
+			NATSMsgsPerSec: 50000, RatioToNATS: 1.8},
+		{Name: "nats-jetstream", Profile: "r1-default", Producers: 64, Connections: 8, BodyBytes: 128, Status: "ok", MsgsPerSec: 50000},
+		{Name: "keel", Profile: "default", Producers: 64, BodyBytes: 128, Status: "error", Note: "start failed"},
+	}
+	dir := t.TempDir()
+	if err := r.WriteAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Wire) != 3 || back.Wire[0].RatioToNATS != 1.8 || back.Wire[0].Statuses["SEND_OK"] != 270000 || back.Wire[0].Key() != "keel/sync-flush/128B/p64" {
+		t.Fatalf("wire rows lost: %+v", back.Wire)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, FileJSON))
+	for _, field := range []string{`"wire"`, `"ratio_to_nats": 1.8`, `"p50_us": 600`, `"connections": 8`, `"profile": "sync-flush"`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("results.json lacks %s", field)
+		}
+	}
+	// A results.json written before the wire part still reads.
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	delete(m, "wire")
+	b, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(dir, "old.json"), b, 0o644)
+	if old, err := ReadJSON(filepath.Join(dir, "old.json")); err != nil || len(old.Wire) != 0 {
+		t.Fatalf("old results: %v, %d wire rows", err, len(old.Wire))
+	}
+	var tb, md bytes.Buffer
+	r.WriteTable(&tb)
+	r.WriteMarkdown(&md, "")
+	for _, want := range []string{"keel/sync-flush/128B/p64", "1.80×", "start failed"} {
+		if !strings.Contains(tb.String(), want) || !strings.Contains(md.String(), strings.TrimPrefix(want, "keel/sync-flush/128B/p64")) {
+			t.Errorf("table or markdown lacks %q:\n%s\n%s", want, tb.String(), md.String())
+		}
+	}
+	if !strings.Contains(md.String(), "## Wire") {
+		t.Errorf("markdown lacks the wire section")
+	}
+}

@@ -33,6 +33,10 @@ type Results struct {
 	Cells         []Cell     `json:"cells"`
 	Peers         []Peer     `json:"peers"`
 	Recovery      []Recovery `json:"recovery"`
+	// Wire has keel measured end to end over the RocketMQ remoting
+	// protocol, and NATS JetStream r1-default beside it (added in schema
+	// version 1; absent from older files).
+	Wire []Wire `json:"wire"`
 	// Notes are things the reader must know (skipped peers, emulated
 	// plugins, ...).
 	Notes []string `json:"notes"`
@@ -173,6 +177,54 @@ type Peer struct {
 	Errors        int64      `json:"errors"`
 	Runs          []Run      `json:"runs,omitempty"`
 	CDF           []CDFPoint `json:"cdf,omitempty"`
+}
+
+// Wire is one system of the wire part at one producer count and body
+// size, over its repeats: keel under a profile, driven by bench/wire's
+// load generator over TCP, or the NATS JetStream peer measured in the same
+// run, interleaved with it.
+type Wire struct {
+	// Name is "keel" or "nats-jetstream".
+	Name string `json:"name"`
+	// Profile is the keel profile ("default", "sync-flush", ...) or the
+	// NATS configuration ("r1-default").
+	Profile   string `json:"profile"`
+	Producers int    `json:"producers"`
+	// Connections and Depth are the generator's TCP connections and its
+	// cap on outstanding requests per connection (keel rows; NATS rows
+	// give the client connections and 0).
+	Connections int    `json:"connections"`
+	Depth       int    `json:"depth"`
+	BodyBytes   int    `json:"body_bytes"`
+	Status      string `json:"status"` // "ok", "skipped", "error"
+	Note        string `json:"note,omitempty"`
+	// MsgsPerSec is the median over runs of stored (acknowledged)
+	// messages per second; Min and Max the range.
+	MsgsPerSec    float64 `json:"msgs_per_sec"`
+	MsgsPerSecMin float64 `json:"msgs_per_sec_min"`
+	MsgsPerSecMax float64 `json:"msgs_per_sec_max"`
+	// Ack latency percentiles over all runs' requests, microseconds.
+	P50us  float64 `json:"p50_us"`
+	P99us  float64 `json:"p99_us"`
+	P999us float64 `json:"p999_us"`
+	// Statuses counts producer statuses over all runs (SEND_OK,
+	// FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE,
+	// ERROR); NATS rows count successful publishes as SEND_OK.
+	Statuses map[string]int64 `json:"statuses"`
+	// Errors counts failed requests over all runs.
+	Errors int64 `json:"errors"`
+	// NATSMsgsPerSec and RatioToNATS (keel rows): the median msgs/s of
+	// the nats-jetstream row with the same producers and body size, and
+	// MsgsPerSec divided by it; 0 when NATS did not run.
+	NATSMsgsPerSec float64    `json:"nats_msgs_per_sec,omitempty"`
+	RatioToNATS    float64    `json:"ratio_to_nats,omitempty"`
+	Runs           []Run      `json:"runs,omitempty"`
+	CDF            []CDFPoint `json:"cdf,omitempty"`
+}
+
+// Key identifies the row: "keel/sync-flush/128B/p64".
+func (w *Wire) Key() string {
+	return fmt.Sprintf("%s/%s/%dB/p%d", w.Name, w.Profile, w.BodyBytes, w.Producers)
 }
 
 // Recovery is one (profile, size, crash) recovery measurement over its

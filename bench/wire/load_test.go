@@ -388,4 +388,3 @@ func TestSpecValidation(t *testing.T) {
 		t.Errorf("defaults: %+v", s)
 	}
 }
-

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelmq/keel/bench/matrix"
 	"github.com/keelmq/keel/host"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/sdk"
@@ -100,4 +101,36 @@ func TestFindProfile(t *testing.T) {
 	if _, err := FindProfile(filepath.Join(t.TempDir(), "x.toml")); err == nil {
 		t.Fatal("a missing path was accepted")
 	}
+}
+
+// TestRunPart runs the wire part on a tiny config: keel beside NATS
+// JetStream r1-default, and a profile that does not exist.
+func TestRunPart(t *testing.T) {
+	yes := true
+	w := matrix.WireConfig{Profiles: []string{"default", "no-such-profile"}, Producers: []int{4}, Connections: 2, Depth: 4,
+		BodyBytes: []int{64}, SegmentSize: 16 << 20, NATS: &yes, Duration: matrix.Duration(100 * time.Millisecond), Repeats: 2}
+	steps, skips := 0, 0
+	rows := RunPart(context.Background(), w, PartOptions{Scratch: t.TempDir(), Warmup: 10 * time.Millisecond, Queues: 2,
+		ProfileDirs: []string{profileDir}, Step: func(string) { steps++ }, Skip: func(n int) { skips += n }})
+	if len(rows) != 3 {
+		t.Fatalf("rows: %+v", rows)
+	}
+	keel, missing, nats := rows[0], rows[1], rows[2]
+	if keel.Name != "keel" || keel.Status != "ok" || len(keel.Runs) != 2 || keel.Statuses[StatusOK] == 0 || keel.P99us <= 0 {
+		t.Errorf("keel row: %+v", keel)
+	}
+	if nats.Name != "nats-jetstream" || nats.Profile != NATSConfig || nats.Status != "ok" || nats.MsgsPerSec <= 0 {
+		t.Errorf("nats row: %+v", nats)
+	}
+	if keel.NATSMsgsPerSec != nats.MsgsPerSec || keel.RatioToNATS != keel.MsgsPerSec/nats.MsgsPerSec {
+		t.Errorf("ratio: keel %v, nats %v, ratio %v", keel.MsgsPerSec, keel.NATSMsgsPerSec, keel.RatioToNATS)
+	}
+	if missing.Status != "error" || missing.RatioToNATS != 0 {
+		t.Errorf("missing profile row: %+v", missing)
+	}
+	// Every run is either stepped (result or failure) or skipped.
+	if steps+skips != Runs(w) || skips != 2 {
+		t.Errorf("steps %d + skips %d, want %d runs with 2 skipped", steps, skips, Runs(w))
+	}
+	t.Logf("keel %.0f msgs/s, nats %.0f msgs/s, ratio %.2f", keel.MsgsPerSec, nats.MsgsPerSec, keel.RatioToNATS)
 }

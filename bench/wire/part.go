@@ -1,0 +1,222 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/keelmq/keel/bench/ceiling"
+	"github.com/keelmq/keel/bench/hist"
+	"github.com/keelmq/keel/bench/matrix"
+	"github.com/keelmq/keel/bench/peers"
+	"github.com/keelmq/keel/bench/report"
+)
+
+// NATSConfig is the bench/peers configuration the wire part compares
+// with: NATS JetStream embedded, R1, file storage, default sync (a write
+// per message, fsync every 2 minutes).
+const NATSConfig = "r1-default"
+
+// PartOptions are what RunPart needs from the surrounding `keel bench`
+// run.
+type PartOptions struct {
+	// Scratch is where node stores and NATS stores go (one subdirectory
+	// per run, removed afterwards).
+	Scratch string
+	// Warmup precedes each measured run.
+	Warmup time.Duration
+	// Queues is the benchmark topic's queue count. Default DefaultQueues.
+	Queues int
+	// ProfileDirs are searched first for profile names (FindProfile).
+	ProfileDirs []string
+	// Step is called before each run with a description, Result after a
+	// successful one with a one-line summary, and Skip with the number of
+	// runs left out after a failure. Each may be nil.
+	Step   func(msg string)
+	Result func(msg string)
+	Skip   func(n int)
+}
+
+// Runs is the number of runs RunPart makes for w (Step or Skip is called
+// once per run): matrix.Config.WireRuns.
+func Runs(w matrix.WireConfig) int {
+	c := matrix.Config{Wire: w}
+	return c.WireRuns()
+}
+
+// RunPart runs the wire part of a benchmark matrix: for every producer
+// count and body size, Repeats rounds in which each profile runs once on
+// a fresh in-process node (Run) and, when w.WithNATS(), NATS JetStream
+// r1-default runs once through bench/peers with the same producers, body
+// size, warmup and duration; the order of the systems rotates from one
+// round to the next. It returns one row per system, producer count and
+// body size: medians of the runs, latency over all runs, and for keel
+// rows the ratio to NATS. A system whose run fails is reported with
+// status "error" and is not run again for that producer count and body
+// size. RunPart returns early, with what it has, when ctx ends.
+func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.Wire {
+	out := []report.Wire{}
+	if len(w.Profiles) == 0 {
+		return out
+	}
+	step := func(f func(string), msg string) {
+		if f != nil {
+			f(msg)
+		}
+	}
+	skip := func(n int) {
+		if o.Skip != nil && n > 0 {
+			o.Skip(n)
+		}
+	}
+	queues := o.Queues
+	if queues <= 0 {
+		queues = DefaultQueues
+	}
+	type system struct {
+		nats          bool
+		profile, path string
+		err           error
+	}
+	var systems []system
+	for _, p := range w.Profiles {
+		path, err := FindProfile(p, o.ProfileDirs...)
+		systems = append(systems, system{profile: p, path: path, err: err})
+	}
+	if w.WithNATS() {
+		systems = append(systems, system{nats: true, profile: NATSConfig})
+	}
+	n := 0
+	for _, producers := range w.Producers {
+		for _, body := range w.BodyBytes {
+			type acc struct {
+				row report.Wire
+				mps []float64
+				lat hist.Histogram
+			}
+			accs := make([]*acc, len(systems))
+			for i, s := range systems {
+				a := &acc{row: report.Wire{Name: "keel", Profile: s.profile, Producers: producers, Connections: min(w.Connections, producers),
+					Depth: w.Depth, BodyBytes: body, Statuses: map[string]int64{}}}
+				if s.nats {
+					a.row.Name, a.row.Connections, a.row.Depth = "nats-jetstream", min(producers, 8), 0
+				}
+				if s.err != nil {
+					a.row.Status, a.row.Note = "error", s.err.Error()
+				}
+				accs[i] = a
+			}
+			for rep := 0; rep < w.Repeats; rep++ {
+				for k := range systems {
+					i := (k + rep) % len(systems)
+					s, a := systems[i], accs[i]
+					if a.row.Status != "" {
+						skip(1)
+						continue
+					}
+					n++
+					step(o.Step, fmt.Sprintf("wire %s/%s p%d %dB run %d/%d", a.row.Name, s.profile, producers, body, rep+1, w.Repeats))
+					runtime.GC() // do not bill one system for the previous one's garbage
+					dir := filepath.Join(o.Scratch, fmt.Sprintf("wire-%d", n))
+					var (
+						mps      float64
+						lat      *hist.Histogram
+						statuses map[string]int64
+						errs     int64
+						note     string
+						err      error
+					)
+					if s.nats {
+						var r *peers.Result
+						r, err = peers.Run(ctx, peers.Spec{System: "nats", Config: NATSConfig, Dir: dir, Producers: producers, BodyBytes: body,
+							Warmup: o.Warmup, Duration: w.Duration.D()})
+						if err == nil {
+							mps, lat, errs, note = r.MsgsPerSec, &r.Latency, r.Errors, r.Note
+							statuses = map[string]int64{StatusOK: r.Msgs}
+							if r.Errors > 0 {
+								statuses[StatusError] = r.Errors
+							}
+						}
+					} else {
+						var r *Result
+						r, err = Run(ctx, Spec{Node: NodeSpec{Profile: s.path, Dir: dir, SegmentSize: int64(w.SegmentSize), Queues: queues},
+							Load: LoadSpec{Queues: queues, Producers: producers, Conns: w.Connections, Depth: w.Depth, BodyBytes: body,
+								Warmup: o.Warmup, Duration: w.Duration.D()}})
+						if r != nil {
+							mps, lat, statuses, errs = r.MsgsPerSec, &r.Latency, r.Statuses, r.Errors
+							note = fmt.Sprintf("keel node in this process, profile %s, %d TCP conns × depth %d on 127.0.0.1, SEND_MESSAGE (10)",
+								s.profile, a.row.Connections, w.Depth)
+							if r.FirstError != "" {
+								note += "; first error: " + r.FirstError
+							}
+							if err != nil { // measured, but the node did not stop cleanly
+								note += "; " + err.Error()
+								err = nil
+							}
+						}
+					}
+					if ctx.Err() != nil {
+						return out
+					}
+					if err != nil {
+						a.row.Status, a.row.Note = "error", err.Error()
+						if errors.Is(err, peers.ErrSkipped) {
+							a.row.Status = "skipped"
+						}
+						continue
+					}
+					step(o.Result, fmt.Sprintf("%.0f msg/s, p99 %v", mps, time.Duration(lat.Quantile(0.99))))
+					a.mps = append(a.mps, mps)
+					a.lat.Merge(lat)
+					for k, v := range statuses {
+						a.row.Statuses[k] += v
+					}
+					a.row.Errors += errs
+					a.row.Note = note
+					a.row.Runs = append(a.row.Runs, report.Run{MsgsPerSec: mps, P99us: us(lat.Quantile(0.99))})
+				}
+			}
+			var natsMPS float64
+			for i, a := range accs {
+				if a.row.Status == "" {
+					a.row.Status = "ok"
+					st := ceiling.NewStat(a.mps)
+					a.row.MsgsPerSec, a.row.MsgsPerSecMin, a.row.MsgsPerSecMax = st.Median, st.Min, st.Max
+					a.row.P50us, a.row.P99us, a.row.P999us = us(a.lat.Quantile(0.5)), us(a.lat.Quantile(0.99)), us(a.lat.Quantile(0.999))
+					a.row.CDF = thin(&a.lat)
+					if systems[i].nats {
+						natsMPS = a.row.MsgsPerSec
+					}
+				}
+			}
+			for i, a := range accs {
+				if !systems[i].nats && a.row.Status == "ok" && natsMPS > 0 {
+					a.row.NATSMsgsPerSec = natsMPS
+					a.row.RatioToNATS = a.row.MsgsPerSec / natsMPS
+				}
+				out = append(out, a.row)
+			}
+		}
+	}
+	return out
+}
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// thin reduces a histogram's CDF to at most 64 points, keeping the last.
+func thin(h *hist.Histogram) []report.CDFPoint {
+	pts := h.CDF()
+	var out []report.CDFPoint
+	step := max(1, (len(pts)+63)/64)
+	for i := 0; i < len(pts); i += step {
+		out = append(out, report.CDFPoint{Us: us(pts[i].Value), Fraction: pts[i].Fraction})
+	}
+	if len(pts) > 0 && (len(pts)-1)%step != 0 {
+		last := pts[len(pts)-1]
+		out = append(out, report.CDFPoint{Us: us(last.Value), Fraction: last.Fraction})
+	}
+	return out
+}
