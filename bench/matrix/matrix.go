@@ -612,8 +612,8 @@ func (c *Config) BodySizes() []int {
 }
 
 // Quick returns a copy trimmed to fit `keel bench --quick` (under three
-// minutes on two cores): cell and peer runs last at most 1s with a warmup
-// of at most 100ms, ceiling runs at most 500ms, cells and peers repeat
+// minutes on two cores): cell, peer and wire runs last at most 1s with a warmup
+// of at most 100ms, ceiling runs at most 500ms, cells, peers and wire repeat
 // exactly 3 times, and recovery keeps its two smallest sizes with one
 // repeat each. The axes are not changed.
 func (c *Config) Quick() *Config {
