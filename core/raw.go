@@ -131,7 +131,7 @@ func (s *Store) Truncate(off int64) error {
 	if err := s.pre.discardRemove(); err != nil {
 		return fmt.Errorf("truncate to %d: drop preallocated segment: %w", off, err)
 	}
-	if err := s.cutAfter(off, true); err != nil {
+	if err := s.cut(off, true, true); err != nil {
 		return err
 	}
 	if err := s.cqs.TruncatePhys(off); err != nil {

@@ -32,8 +32,10 @@ import (
 //     the re-dispatch point, since unflushed entries may be torn); records between
 //     the checkpoint's dispatched offset and the end are dispatched again
 //     (idempotently) by the dispatcher.
-//   - The recovered tail is fsynced before the store accepts writes, so
-//     after a process crash the page-cache-only tail becomes durable.
+//   - The flushed offset restarts at the checkpoint's: the recovered tail
+//     is made durable by the flush strategy once the store runs, not
+//     before it opens, so opening costs a scan of the tail, not a write of
+//     it.
 func (s *Store) recover() error {
 	var err error
 	if s.meta, err = meta.Open(s.fs, filepath.Join(s.dir, ConfigDir)); err != nil {
@@ -170,13 +172,12 @@ func (s *Store) recover() error {
 			s.queueOffsets[k] = v
 		}
 	}
-	// Make the recovered tail durable before claiming it flushed.
-	for seg := s.segmentFor(max(minOff, min(durable, end))); seg != nil && seg.start <= end; seg = s.segmentFor(seg.start + s.opts.SegmentSize) {
-		if err := seg.sync(); err != nil {
-			return fmt.Errorf("sync recovered tail: %w", err)
-		}
-	}
+	// Only the checkpoint's flushed offset is known durable: after a
+	// process crash the tail may still be only in the page cache. The flush
+	// strategy makes it durable as usual once the store runs (a sync-flush
+	// store's consumers see it only then), so opening does not wait for it.
 	s.setPositions(minOff, end, dispatchFrom)
+	s.flushed.Store(max(minOff, min(durable, end)))
 	if last := s.segmentFor(end); last != nil {
 		s.active = last
 	} else {
@@ -312,6 +313,15 @@ func (s *Store) scan(from, durable int64, checkCRC bool) (int64, map[queueKey]in
 // the segment holding end (when zero is true or stale bytes are found) and
 // removes later segments.
 func (s *Store) cutAfter(end int64, zero bool) error {
+	return s.cut(end, zero, false)
+}
+
+// cut is cutAfter; syncZero also fdatasyncs the zeroed range. Recovery
+// does not: the next Flush makes the zeroing durable before any
+// checkpoint claims data beyond end, and until then a power cut finds the
+// same invalid record at end again. Syncing here would write the whole
+// dirty tail of the segment before the store could open.
+func (s *Store) cut(end int64, zero, syncZero bool) error {
 	segs := *s.segs.Load()
 	keep := segs[:0:0]
 	var removed []*segment
@@ -334,8 +344,10 @@ func (s *Store) cutAfter(end int64, zero bool) error {
 			if err := seg.f.ZeroRange(rel, s.opts.SegmentSize-rel); err != nil {
 				return fmt.Errorf("zero torn tail of %s from %d: %w", seg.path, end, err)
 			}
-			if err := seg.f.Datasync(); err != nil {
-				return fmt.Errorf("sync zeroed tail of %s: %w", seg.path, err)
+			if syncZero {
+				if err := seg.f.Datasync(); err != nil {
+					return fmt.Errorf("sync zeroed tail of %s: %w", seg.path, err)
+				}
 			}
 		}
 	}

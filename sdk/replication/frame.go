@@ -40,7 +40,7 @@ const (
 	FrameData        FrameType = 7  // either way: Data (log bytes at an offset)
 	FrameHeartbeat   FrameType = 8  // master → slave: Heartbeat (master committed offset)
 	FrameAck         FrameType = 9  // slave → master: Ack (received and flushed offsets)
-	FrameMeta        FrameType = 10 // master → slave: metadata snapshot (JSON, Host.MetaSnapshot)
+	FrameMeta        FrameType = 10 // metadata snapshot (JSON, Host.MetaSnapshot): master → slave periodically; slave → master after a catch-up PULL
 	FrameError       FrameType = 11 // either way, before closing: ErrorMsg
 )
 

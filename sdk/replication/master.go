@@ -443,6 +443,15 @@ func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
 		m.n.met.bytesPulled.Add(int64(len(data)))
 		m.observe(off)
 	}
+	// The replica's metadata follows its log: consumer and delay offsets
+	// merge by maximum, so no consumer is reset by this master's loss.
+	mf, err := c.ExpectFrame(FrameMeta)
+	if err != nil {
+		return fmt.Errorf("read the replica's metadata after catch-up: %w", err)
+	}
+	if err := m.host.MetaApply(m.ctx, mf.Payload); err != nil {
+		return fmt.Errorf("merge the replica's metadata: %w", err)
+	}
 	if err := m.host.SetEpochs(m.ctx, d.History); err != nil {
 		return fmt.Errorf("adopt the replica's epoch history: %w", err)
 	}

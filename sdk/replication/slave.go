@@ -268,6 +268,17 @@ func (a *applier) servePull(p Pull) error {
 		}
 		off += int64(len(data))
 	}
+	// Then this replica's metadata: a master that lost its disk must get
+	// back the consumer offsets (and groups, topics, delay offsets) along
+	// with the log, or its consumers restart from 0 (ROCKETMQ-348).
+	snap, err := s.host.MetaSnapshot(s.ctx)
+	if err != nil {
+		a.c.SendError(CodeInternal, err.Error())
+		return fmt.Errorf("metadata snapshot for the master: %w", err)
+	}
+	if err := a.c.WriteFrame(false, FrameMeta, snap); err != nil {
+		return err
+	}
 	return a.c.Flush()
 }
 
