@@ -754,7 +754,7 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("sync store dir: %w", err))
 		}
 	}
-	s.pre.discard()
+	s.discardPrealloc()
 	if err := s.closeFiles(); err != nil {
 		errs = append(errs, err)
 	}
@@ -817,7 +817,7 @@ func (s *Store) abandon() {
 	}
 	close(s.stop)
 	s.wg.Wait()
-	s.pre.discard()
+	s.discardPrealloc()
 	s.closeFiles()
 }
 
@@ -888,3 +888,11 @@ func (s *Store) verifyFromLocked(flushed, minOff int64) int64 {
 // TruncateGeneration changes whenever Truncate rewrites the log's tail, so
 // caches keyed by physical offset can tell a stale entry.
 func (s *Store) TruncateGeneration() int64 { return s.truncGen.Load() }
+
+// discardPrealloc drops the preallocated segment while no append runs (an
+// append may be starting a background preallocation).
+func (s *Store) discardPrealloc() {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.pre.discard()
+}
