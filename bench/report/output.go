@@ -198,6 +198,14 @@ func ceilingStr(c Cell) string {
 	return fmt.Sprintf("%.0f%% of %s", 100*c.CeilingRatio, c.Ceiling)
 }
 
+// connStr is "8 × 32" (connections × depth), or "8" without a depth cap.
+func connStr(w Wire) string {
+	if w.Depth <= 0 {
+		return strconv.Itoa(w.Connections)
+	}
+	return fmt.Sprintf("%d × %d", w.Connections, w.Depth)
+}
+
 // ratioStr is "1.62×" for a keel wire row measured beside NATS, else "".
 func ratioStr(w Wire) string {
 	if w.RatioToNATS <= 0 {
@@ -310,10 +318,10 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 		p("| system | profile | producers | conns × depth | msgs/s [min–max] | p50 | p99 | p99.9 | vs NATS R1 | statuses | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Wire {
 			if x.Status != "ok" {
-				p("| %s | %s | %d | %d × %d | %s | | | | | | %s |\n", x.Name, x.Profile, x.Producers, x.Connections, x.Depth, x.Status, x.Note)
+				p("| %s | %s | %d | %s | %s | | | | | | %s |\n", x.Name, x.Profile, x.Producers, connStr(x), x.Status, x.Note)
 				continue
 			}
-			p("| %s | %s | %d | %d × %d | %s | %s | %s | %s | %s | %s | %s |\n", x.Name, x.Profile, x.Producers, x.Connections, x.Depth,
+			p("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Name, x.Profile, x.Producers, connStr(x),
 				rangeStr(x.MsgsPerSec, x.MsgsPerSecMin, x.MsgsPerSecMax), us(x.P50us), us(x.P99us), us(x.P999us), ratioStr(x), statusStr(x.Statuses), x.Note)
 		}
 		p("\n")
