@@ -20,9 +20,9 @@ import (
 // connection it holds responses until batch requests are outstanding (or
 // until flushAfter passes without a new request) and then answers them in
 // reverse arrival order, so a generator that matched responses by arrival
-// order, or that did not pipeline, fails. The response code of a request
-// is code(id), id being the number in its KEYS property; the response
-// echoes the properties in its remark.
+// order, or that did not pipeline, fails. The response code of the n-th
+// request the broker answers (over all connections, from 0) is code(n);
+// the response echoes the request's properties in its remark.
 type fakeBroker struct {
 	t          testing.TB
 	l          net.Listener
@@ -34,6 +34,7 @@ type fakeBroker struct {
 	bogus bool
 
 	mu     sync.Mutex
+	n      uint64          // responses sent
 	sent   map[int16]int64 // responses by code
 	bogusN int64
 	maxOut int64 // most requests outstanding on one connection
@@ -111,14 +112,15 @@ func (f *fakeBroker) handle(nc net.Conn) {
 			f.mu.Unlock()
 		}
 		for _, req := range slices.Backward(held) {
-			id, props := idOf(req)
-			code := f.code(id)
+			_, props := idOf(req)
+			f.mu.Lock()
+			code := f.code(f.n)
+			f.n++
+			f.sent[code]++
+			f.mu.Unlock()
 			resp := remoting.NewResponse(req, code, props)
 			resp.Flag |= remoting.FlagResponse
 			out = resp.AppendFrame(out)
-			f.mu.Lock()
-			f.sent[code]++
-			f.mu.Unlock()
 		}
 		held = held[:0]
 		_, err := nc.Write(out)
@@ -206,10 +208,10 @@ func TestOpaqueMatching(t *testing.T) {
 func TestLoadStatuses(t *testing.T) {
 	codes := []int16{remoting.Success, remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout,
 		remoting.SlaveNotAvailable, remoting.MessageIllegal, remoting.Success}
-	f := newFakeBroker(t, 4, func(id uint64) int16 { return codes[(id&0xFFFFFFFFFF)%uint64(len(codes))] })
+	f := newFakeBroker(t, 4, func(n uint64) int16 { return codes[n%uint64(len(codes))] })
 	f.bogus = true
 	r, err := Load(context.Background(), LoadSpec{Addr: f.addr(), Producers: 12, Conns: 2, Depth: 4, BodyBytes: 64,
-		Duration: 150 * time.Millisecond, Timeout: 2 * time.Second})
+		Duration: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
