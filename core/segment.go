@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -26,6 +27,8 @@ type segment struct {
 	m       vfs.Mapping
 	data    []byte
 	removed bool
+
+	warmed atomic.Int64 // bytes from the start prefaulted for writing
 }
 
 func segmentName(start int64) string { return fmt.Sprintf("%020d", start) }
@@ -179,4 +182,22 @@ func (s *segment) remove(fs vfs.FS) error {
 		return fmt.Errorf("remove segment %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// warm prefaults [from, to) of the mapping for writing when the mapping
+// supports it; false means it does not (or failed) and warming should stop.
+func (s *segment) warm(from, to int64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.m == nil || s.removed {
+		return true
+	}
+	p, ok := s.m.(vfs.Populator)
+	if !ok {
+		return false
+	}
+	if err := p.Populate(int(from), int(to-from)); err != nil {
+		return false
+	}
+	return true
 }

@@ -82,7 +82,13 @@ type Store struct {
 	segs         atomic.Pointer[[]*segment]
 
 	pre preallocator
-	wb  *writeBuffer // nil unless Options.WriteBuffer > 0
+	// warmCh asks the warmer to prefault the active segment ahead of the
+	// write position (RocketMQ's warmMappedFile idea): a store into a fresh
+	// page of a mapping otherwise takes a page fault per 4 KiB on the
+	// append path.
+	warmCh chan *segment
+	noWarm atomic.Bool
+	wb     *writeBuffer // nil unless Options.WriteBuffer > 0
 
 	committed  atomic.Int64
 	flushed    atomic.Int64
@@ -163,6 +169,7 @@ func Open(o Options) (*Store, error) {
 		cl:           filepath.Join(opts.Dir, CommitlogDir),
 		queueOffsets: make(map[queueKey]int64),
 		stop:         make(chan struct{}),
+		warmCh:       make(chan *segment, 1),
 	}
 	s.pre.s = s
 	if opts.WriteBuffer > 0 {
@@ -358,11 +365,13 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	if s.wb != nil {
 		s.wbPutLocked(pos, buf, 0)
 		s.wb.wrote.Store(s.wrotePos)
+		s.maybeWarmLocked()
 		s.appendMu.Unlock()
 		return dst, nil
 	}
 	copy(s.active.data[pos-s.active.start:], buf)
 	s.committed.Store(s.wrotePos)
+	s.maybeWarmLocked()
 	s.appendMu.Unlock()
 	s.committedN.notify()
 	return dst, nil
@@ -629,6 +638,7 @@ func waitFor(ctx context.Context, n *notifier, stop chan struct{}, cond func() b
 // ---------------------------------------------------------------- loops
 
 func (s *Store) startLoops() {
+	s.goLoop(s.warmLoop)
 	s.goLoop(s.dispatchLoop)
 	s.goLoop(s.checkpointLoop)
 	s.goLoop(s.retentionLoop)
@@ -895,4 +905,46 @@ func (s *Store) discardPrealloc() {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	s.pre.discard()
+}
+
+// warmAhead is how far ahead of the write position the warmer prefaults.
+const warmAhead = 4 << 20
+
+// maybeWarmLocked asks the warmer to run when the write position gets
+// within half the window of what is prefaulted. appendMu is held.
+func (s *Store) maybeWarmLocked() {
+	if s.noWarm.Load() || s.active == nil {
+		return
+	}
+	if s.wrotePos-s.active.start+warmAhead/2 > s.active.warmed.Load() {
+		select {
+		case s.warmCh <- s.active:
+		default: // a request is pending
+		}
+	}
+}
+
+func (s *Store) warmLoop() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		case seg := <-s.warmCh:
+			rel := s.wroteOffset() - seg.start
+			if rel < 0 || rel >= s.opts.SegmentSize {
+				continue
+			}
+			from := max(seg.warmed.Load(), rel)
+			to := min(s.opts.SegmentSize, rel+warmAhead)
+			if from >= to {
+				continue
+			}
+			if !seg.warm(from, to) {
+				s.noWarm.Store(true)
+				s.log.Debug("mapping prefault not supported; appends fault pages in")
+				continue
+			}
+			seg.warmed.Store(to)
+		}
+	}
 }

@@ -154,3 +154,11 @@ type Mapping interface {
 	// Close unmaps the memory. It does not sync.
 	Close() error
 }
+
+// Populator is an optional interface of Mappings: Populate prefaults
+// [off, off+n) for writing, so stores into it do not fault page by page.
+// It changes no contents. Implementations may return an error meaning
+// "not supported"; callers then simply stop calling it.
+type Populator interface {
+	Populate(off, n int) error
+}
