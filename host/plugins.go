@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/sdk"
 )
 
@@ -258,4 +257,3 @@ func (n *Node) pluginStatus(p sdk.Plugin) map[string]any {
 	return m
 }
 
-var _ = profile.SchemaVersion
