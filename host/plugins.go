@@ -256,4 +256,3 @@ func (n *Node) pluginStatus(p sdk.Plugin) map[string]any {
 	}
 	return m
 }
-
