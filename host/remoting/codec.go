@@ -211,7 +211,19 @@ type jsonHeader struct {
 	ExtFields map[string]json.RawMessage `json:"extFields"`
 }
 
+// decodeJSONHeader decodes a JSON header, with the hand-written fast path
+// when it applies (see jsonfast.go) and encoding/json otherwise. Both give
+// the same result on every input the fast path accepts.
 func decodeJSONHeader(h []byte) (*Command, error) {
+	if c, ok := fastDecodeJSONHeader(h); ok {
+		return c, nil
+	}
+	return decodeJSONHeaderStd(h)
+}
+
+// decodeJSONHeaderStd is the reference decoder, built on encoding/json. It
+// defines the accepted language and the leniency rules.
+func decodeJSONHeaderStd(h []byte) (*Command, error) {
 	var jh jsonHeader
 	if err := json.Unmarshal(h, &jh); err != nil {
 		return nil, fmt.Errorf("decoding JSON header: %v: %w", err, ErrMalformed)
@@ -424,7 +436,18 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	for i, k := range sortedKeys(c.ExtFields) {
+	var small [16]string
+	var keys []string
+	if len(c.ExtFields) <= len(small) {
+		keys = small[:0]
+		for k := range c.ExtFields {
+			keys = append(keys, k)
+		}
+		sortSmall(keys)
+	} else {
+		keys = sortedKeys(c.ExtFields)
+	}
+	for i, k := range keys {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -465,6 +488,17 @@ const hexDigits = "0123456789abcdef"
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
+		// Copy the longest run of bytes that need no escaping at once.
+		j := i
+		for j < len(s) && s[j] < utf8.RuneSelf && jsonSafeASCII[s[j]] {
+			j++
+		}
+		if j > i {
+			dst = append(dst, s[i:j]...)
+			if i = j; i == len(s) {
+				break
+			}
+		}
 		b := s[i]
 		if b < utf8.RuneSelf {
 			switch {
