@@ -120,6 +120,11 @@ func (k *keelProc) start() {
 		"--set", "server.broker_addr=" + orZero(k.cfg.broker),
 		"--set", "server.ha_addr=127.0.0.1:0",
 		"--set", "admin.addr=" + orZero(k.cfg.admin),
+		// These tests are not about disk pressure: a fuller CI disk must
+		// not make retention delete their segments or refuse their sends.
+		"--set", "store.disk_max_used_ratio=0.97",
+		"--set", "store.disk_clean_forcibly_ratio=0.98",
+		"--set", "store.disk_warning_ratio=0.99",
 	}
 	for _, s := range k.cfg.extra {
 		args = append(args, "--set", s)
