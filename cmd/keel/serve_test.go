@@ -46,7 +46,8 @@ func pluginBins(t testing.TB) string {
 		if pluginBinsErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", pluginBinsDir+"/", "../../plugins/index-hash/cmd/keel-index-hash")
+		cmd := exec.Command("go", "build", "-o", pluginBinsDir+"/", "../../plugins/index-hash/cmd/keel-index-hash",
+			"../../plugins/flush-strategies/cmd/keel-flush")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			pluginBinsErr = fmt.Errorf("build plugins: %v\n%s", err, out)
@@ -322,5 +323,92 @@ func TestExternalPluginCrash(t *testing.T) {
 		if len(found) != 1 {
 			t.Fatalf("key %s not found after the plugin restart: %v", key, found)
 		}
+	}
+}
+
+// TestExternalFlushPluginCrashNeverHangsProducers kills the process of an
+// external sync flush strategy: sends must fail fast with a clear status
+// (SERVICE_NOT_AVAILABLE while it is down, or FLUSH_DISK_TIMEOUT for a send
+// caught waiting), never hang, lose nothing already acknowledged, and
+// succeed again once the host has restarted it.
+func TestExternalFlushPluginCrashNeverHangsProducers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin binary")
+	}
+	bins := pluginBins(t)
+	old := host.PingEvery
+	host.PingEvery = 100 * time.Millisecond
+	defer func() { host.PingEvery = old }()
+	// A private copy of the binary, so the test can make restarts fail for
+	// a while (the host restarts a killed plugin within ~0.1 s otherwise).
+	bin := filepath.Join(t.TempDir(), "keel-flush")
+	good, err := os.ReadFile(filepath.Join(bins, "keel-flush"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, good, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, "sync-flush.toml", "store.dir="+t.TempDir(), "store.segment_size=8MiB",
+		"flush.plugin=", "flush.path="+bin, "flush.config.timeout=1s")
+	defer n.Stop(context.Background())
+	admin := "http://" + n.Addr("admin")
+	if r := send(t, n.Addr("broker"), "T", "acked", nil); r.Code != 0 {
+		t.Fatalf("send before the crash: %d %s", r.Code, r.Remark)
+	}
+	var st host.StatusReport
+	getJSON(t, admin+"/status", &st)
+	pid := 0
+	for _, p := range st.Plugins {
+		if p.Kind == "flush" {
+			pid = p.Pid
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no external flush pid: %+v", st.Plugins)
+	}
+	// The binary is broken while the process dies: restarts fail until it
+	// is put back.
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		os.Remove(bin)
+		os.WriteFile(bin, good, 0o755)
+	}()
+	// Sends while it is down or restarting: a clear status within the
+	// flush timeout plus slack, never a hang.
+	sawFailure, sawOK := false, false
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !sawOK; {
+		start := time.Now()
+		r := send(t, n.Addr("broker"), "T", "during", nil)
+		if took := time.Since(start); took > 3*time.Second {
+			t.Fatalf("a send took %v with the flush plugin down", took)
+		}
+		switch r.Code {
+		case 0:
+			sawOK = sawFailure // OK again after the restart
+			if !sawFailure {
+				time.Sleep(5 * time.Millisecond) // not yet seen down
+			}
+		case 10, 14: // FLUSH_DISK_TIMEOUT, SERVICE_NOT_AVAILABLE
+			sawFailure = true
+		default:
+			t.Fatalf("unexpected status %d %s", r.Code, r.Remark)
+		}
+	}
+	if !sawFailure || !sawOK {
+		t.Fatalf("saw failure %v, saw recovery %v", sawFailure, sawOK)
+	}
+	g, err := n.Store().GetMessages("T", 0, 0, 1, 1<<20, nil)
+	if err != nil || len(g.Sizes) != 1 {
+		t.Fatalf("acknowledged message: %v %v", err, g.Status)
 	}
 }
