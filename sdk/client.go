@@ -499,18 +499,33 @@ func (s *hostServer) Positions(ctx context.Context, _ *pluginpb.Empty) (*pluginp
 	return &pluginpb.Positions{Min: p.Min, Dispatched: p.Dispatched, Confirm: p.Confirm, Flushed: p.Flushed, Committed: p.Committed, Epoch: p.Epoch}, nil
 }
 
+// watchMinGap bounds the committed-offset stream to one message per gap
+// while appends arrive back to back. A notification after a quiet period
+// goes out at once; under load the plugin is busy flushing anyway and
+// needs only the latest value, and every message costs CPU in both
+// processes.
+const watchMinGap = 250 * time.Microsecond
+
 // WatchCommitted sends the committed offset whenever it grows past the
 // last value sent: one message covers every append since the previous one.
 func (s *hostServer) WatchCommitted(req *pluginpb.Offset, stream pluginpb.Host_WatchCommittedServer) error {
 	after := req.GetOffset()
+	var last time.Time
 	for {
 		c, err := s.h.WaitCommitted(stream.Context(), after)
 		if err != nil {
 			return toStatus(err)
 		}
+		if gap := time.Since(last); gap < watchMinGap {
+			time.Sleep(watchMinGap - gap)
+			if c, err = s.h.WaitCommitted(stream.Context(), after); err != nil {
+				return toStatus(err)
+			}
+		}
 		if err := stream.Send(&pluginpb.Offset{Offset: c}); err != nil {
 			return err
 		}
+		last = time.Now()
 		after = c
 	}
 }
