@@ -872,16 +872,21 @@ func (s *Store) DiskUsedRatio() float64 {
 
 // verifyFromLocked records flushed in the history of checkpointed flush
 // offsets (all record boundaries) and returns the newest of them that is at
-// least VerifyWindow below flushed, or the oldest known. ckptMu is held.
+// least VerifyWindow below flushed, or else the oldest one within
+// 4×VerifyWindow of flushed (flushed itself at worst). ckptMu is held.
 func (s *Store) verifyFromLocked(flushed, minOff int64) int64 {
 	h := s.flushHist
 	if n := len(h); n == 0 || h[n-1] != flushed {
 		h = append(h, flushed)
 	}
 	// Drop history that is older than needed, and anything the log no
-	// longer holds (retention) or that lies beyond it (truncation).
+	// longer holds (retention) or that lies beyond it (truncation). An
+	// entry more than 4 windows below flushed is dropped too: when flushes
+	// are rare and large (async flush behind a big dirty backlog), the
+	// previous checkpoint can be gigabytes back, and recovery must not
+	// scan that far; the window is then empty until history builds up.
 	i := 0
-	for i < len(h) && (h[i] < minOff || h[i] > flushed) {
+	for i < len(h) && (h[i] < minOff || h[i] > flushed || h[i] < flushed-4*s.opts.VerifyWindow) {
 		i++
 	}
 	h = h[i:]
