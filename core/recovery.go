@@ -49,7 +49,7 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
-	s.recovery.HadCheckpint = haveCk
+	s.recovery.HadCheckpoint = haveCk
 	_, aerr := s.fs.Stat(filepath.Join(s.dir, AbortFile))
 	crashed := aerr == nil
 	if aerr != nil && !errors.Is(aerr, fs.ErrNotExist) {

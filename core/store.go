@@ -99,7 +99,6 @@ type Store struct {
 	dispatchTs atomic.Int64
 
 	committedN  notifier
-	flushedN    notifier
 	flushWait   offsetWaiters // WaitFlushed callers, by offset
 	dispatchedN notifier
 	confirmN    notifier
@@ -125,13 +124,13 @@ type Store struct {
 
 // RecoveryInfo describes what Open did.
 type RecoveryInfo struct {
-	Crashed      bool          // the abort marker was present
-	ScanFrom     int64         // where validation started
-	End          int64         // the recovered end of the log
-	Truncated    int64         // bytes cut from a torn tail (upper bound: to the end of the segment)
-	Redispatch   int64         // bytes to dispatch again
-	Duration     time.Duration // time spent in Open
-	HadCheckpint bool
+	Crashed       bool          // the abort marker was present
+	ScanFrom      int64         // where validation started
+	End           int64         // the recovered end of the log
+	Truncated     int64         // bytes cut from a torn tail (upper bound: to the end of the segment)
+	Redispatch    int64         // bytes to dispatch again
+	Duration      time.Duration // time spent in Open
+	HadCheckpoint bool
 }
 
 // Positions is a snapshot of the store's offsets.
@@ -452,11 +451,7 @@ type preallocator struct {
 // take returns the segment starting at start, creating it synchronously if
 // the background creation has not produced it.
 func (p *preallocator) take(start int64) (*segment, error) {
-	p.wg.Wait()
-	p.mu.Lock()
-	r := p.ready
-	p.ready = nil
-	p.mu.Unlock()
+	r := p.takeReady()
 	if r != nil && r.start == start {
 		return r, nil
 	}
@@ -502,27 +497,30 @@ func (p *preallocator) ahead(start int64) {
 	}()
 }
 
-func (p *preallocator) discard() {
+// takeReady waits for a background creation to finish and takes the
+// segment it produced, if any.
+func (p *preallocator) takeReady() *segment {
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ready != nil {
-		p.ready.close()
-		p.ready = nil
+	r := p.ready
+	p.ready = nil
+	return r
+}
+
+func (p *preallocator) discard() {
+	if r := p.takeReady(); r != nil {
+		r.close()
 	}
 }
 
 // discardRemove drops the preallocated segment and deletes its file, for
 // when the log moved back (truncation) and the file would leave a hole.
 func (p *preallocator) discardRemove() error {
-	p.wg.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ready == nil {
+	r := p.takeReady()
+	if r == nil {
 		return nil
 	}
-	r := p.ready
-	p.ready = nil
 	if err := r.remove(p.s.fs); err != nil {
 		return err
 	}
@@ -560,7 +558,6 @@ func (s *Store) Flush() (int64, error) {
 	}
 	s.flushed.Store(target)
 	s.flushedTs.Store(ts)
-	s.flushedN.notify()
 	s.flushWait.release(target)
 	if s.opts.OnFlush != nil {
 		s.opts.OnFlush(time.Since(t0), target-from)

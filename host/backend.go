@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/keelmq/keel/core"
@@ -266,7 +265,7 @@ func recordHasKey(r *record.Record, key string) bool {
 		return true
 	}
 	if ks, ok := record.GetProperty(r.Properties, record.PropertyKeys); ok {
-		for _, k := range strings.Split(ks, record.KeySeparator) {
+		for k := range record.IndexKeys(ks) {
 			if k == key {
 				return true
 			}
