@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestModel(t *testing.T) {
 		o.CQEntriesPerFile = 16
 		if rapid.Bool().Draw(rt, "wbuf") {
 			o.WriteBuffer = 12 << 10
+			o.CommitOnWait = rapid.Bool().Draw(rt, "commitOnWait")
 		}
 		s, err := Open(o)
 		if err != nil {
@@ -41,6 +43,15 @@ func TestModel(t *testing.T) {
 		flushedLen := 0 // model prefix known durable
 		topics := []string{"A", "B", "%RETRY%g"}
 		commit := func() {
+			if o.CommitOnWait {
+				// What a flusher does: wait for anything past committed.
+				if p := s.Positions(); p.Wrote > p.Committed {
+					if _, err := s.WaitCommitted(context.Background(), p.Committed); err != nil {
+						rt.Fatal(err)
+					}
+				}
+				return
+			}
 			if _, err := s.Commit(); err != nil {
 				rt.Fatal(err)
 			}

@@ -52,6 +52,18 @@ type Options struct {
 	// committed bytes, and bytes still in the ring are lost in a process
 	// crash. It must hold at least two maximum-size messages.
 	WriteBuffer int
+	// CommitOnWait (with WriteBuffer) makes WaitCommitted wait for
+	// appended bytes and commit them before it returns. A group-commit
+	// flusher waiting for new data thus moves everything appended since
+	// its last round into the segment file with one pwrite(2), then
+	// fdatasyncs: appends only copy into memory and nobody stores through
+	// the shared mapping. The host sets it when acks wait for fdatasync:
+	// each fdatasync write-protects the dirty pages of a mapping (a TLB
+	// shootdown on every CPU) and the next append faults them back in,
+	// which cost sync flush about half its group-commit rate
+	// (docs/performance.md). Bytes reach readers when someone waits: the
+	// flush strategy, a replicator, or Close.
+	CommitOnWait bool
 	// VisibleAfterFlush limits dispatch (and so consumer visibility) to
 	// flushed data, as RocketMQ does under SYNC_FLUSH.
 	VisibleAfterFlush bool
@@ -243,6 +255,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if int64(r.MaxMessageSize)+4096 > r.SegmentSize {
 		return r, fmt.Errorf("core: max message size %d does not fit a segment of %d bytes", r.MaxMessageSize, r.SegmentSize)
+	}
+	if r.CommitOnWait && r.WriteBuffer <= 0 {
+		return r, errors.New("core: CommitOnWait needs a WriteBuffer")
 	}
 	if r.WriteBuffer > 0 && r.WriteBuffer < 2*(r.MaxMessageSize+4096) {
 		return r, fmt.Errorf("core: write buffer of %d bytes is smaller than two maximum-size messages (%d)", r.WriteBuffer, 2*(r.MaxMessageSize+4096))

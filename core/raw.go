@@ -24,7 +24,9 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	s.commitAllLocked()
+	if err := s.commitAllLocked(); err != nil {
+		return err
+	}
 	empty := len(*s.segs.Load()) == 0
 	if !empty && off != s.wrotePos {
 		return fmt.Errorf("append replicated bytes at %d: local log ends at %d: %w", off, s.wrotePos, ErrOffset)
@@ -93,6 +95,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		s.wb.wrote.Store(s.wrotePos)
 	}
 	s.committedN.notify()
+	s.wroteN.notify()
 	return nil
 }
 
@@ -105,7 +108,9 @@ func (s *Store) Truncate(off int64) error {
 	defer s.dispatchMu.Unlock()
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
-	s.commitAllLocked()
+	if err := s.commitAllLocked(); err != nil {
+		return fmt.Errorf("truncate to %d: %w", off, err)
+	}
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	if off == s.wrotePos {

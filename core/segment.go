@@ -132,6 +132,19 @@ func (s *segment) view(rel, n int64, fn func([]byte) error) error {
 	return fn(s.data[rel : rel+n])
 }
 
+// writeAt writes p at rel with pwrite(2).
+func (s *segment) writeAt(p []byte, rel int64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.f == nil || s.removed {
+		return fmt.Errorf("write segment %s: %w", s.path, ErrClosed)
+	}
+	if _, err := s.f.WriteAt(p, rel); err != nil {
+		return fmt.Errorf("write segment %s at %d: %w", s.path, rel, err)
+	}
+	return nil
+}
+
 func (s *segment) sync() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -99,6 +99,7 @@ type Store struct {
 	dispatchTs atomic.Int64
 
 	committedN  notifier
+	wroteN      notifier      // appends into the write buffer (CommitOnWait)
 	flushWait   offsetWaiters // WaitFlushed callers, by offset
 	dispatchedN notifier
 	confirmN    notifier
@@ -330,6 +331,9 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	if int64(len(buf))+record.BlankSize > s.opts.SegmentSize {
 		return dst[:base], fmt.Errorf("batch of %d bytes does not fit a segment: %w", len(buf), ErrMessage)
 	}
+	if s.wb != nil && 2*(int64(len(buf))+record.BlankSize) > int64(len(s.wb.ring)) {
+		return dst[:base], fmt.Errorf("batch of %d bytes exceeds half the %d-byte write buffer: %w", len(buf), len(s.wb.ring), ErrMessage)
+	}
 	if err := s.Writable(); err != nil {
 		return dst[:base], err
 	}
@@ -342,6 +346,12 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	if err := s.ensureRoomLocked(int64(len(buf))); err != nil {
 		s.appendMu.Unlock()
 		return dst[:base], err
+	}
+	if s.wb != nil {
+		if err := s.wbRoomLocked(int64(len(buf))); err != nil {
+			s.appendMu.Unlock()
+			return dst[:base], err
+		}
 	}
 	now := s.opts.Now()
 	pos := s.wrotePos
@@ -364,8 +374,8 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	if s.wb != nil {
 		s.wbPutLocked(pos, buf, 0)
 		s.wb.wrote.Store(s.wrotePos)
-		s.maybeWarmLocked()
 		s.appendMu.Unlock()
+		s.wroteN.notify()
 		return dst, nil
 	}
 	copy(s.active.data[pos-s.active.start:], buf)
@@ -390,6 +400,12 @@ func (s *Store) ensureRoomLocked(n int64) error {
 		rel := s.wrotePos - s.active.start
 		if rel+n+record.BlankSize <= s.opts.SegmentSize {
 			return nil
+		}
+	}
+	if s.wb != nil && s.active != nil {
+		// Room for the padding that closes the active segment.
+		if err := s.wbRoomLocked(s.opts.SegmentSize - (s.wrotePos - s.active.start)); err != nil {
+			return err
 		}
 	}
 	var nextStart int64
@@ -599,7 +615,25 @@ func (s *Store) WaitFlushed(ctx context.Context, off int64) error {
 
 // WaitCommitted blocks until the committed offset exceeds after, and
 // returns it. Flush strategies and replicators use it to learn of new data.
+//
+// With Options.CommitOnWait it waits for appended bytes instead and commits
+// them (Commit) before returning, so the caller's wake-up moves everything
+// buffered into the segment file with one write.
 func (s *Store) WaitCommitted(ctx context.Context, after int64) (int64, error) {
+	if s.wb != nil && s.opts.CommitOnWait {
+		for {
+			if err := waitFor(ctx, &s.wroteN, s.stop, func() bool { return s.wb.wrote.Load() > after || s.committed.Load() > after }); err != nil {
+				return 0, err
+			}
+			c, err := s.Commit()
+			if err != nil {
+				return c, err
+			}
+			if c > after {
+				return c, nil
+			}
+		}
+	}
 	var c int64
 	err := waitFor(ctx, &s.committedN, s.stop, func() bool { c = s.committed.Load(); return c > after })
 	return c, err
@@ -838,7 +872,7 @@ func (s *Store) Commit() (int64, error) {
 	}
 	s.wb.mu.Lock()
 	defer s.wb.mu.Unlock()
-	return s.commitWBLocked(), nil
+	return s.commitWBLocked()
 }
 
 // DispatchSignal returns a channel closed at the next dispatch progress

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -19,17 +20,28 @@ type writeBuffer struct {
 	wrote atomic.Int64 // stream offset up to which the ring holds data
 }
 
-// put copies b, then zeroN zero bytes, into the ring at stream offset pos.
-// Called under appendMu with pos == wrote; commits inline first when the
-// ring lacks room.
+// wbRoomLocked makes room in the ring for n more bytes, committing what
+// it holds when it lacks room. Called under appendMu before any state of an
+// append changes, so a failed commit leaves the append undone.
+func (s *Store) wbRoomLocked(n int64) error {
+	wb := s.wb
+	if n > int64(len(wb.ring)) {
+		return fmt.Errorf("append of %d bytes exceeds the %d-byte write buffer: %w", n, len(wb.ring), ErrMessage)
+	}
+	if wb.wrote.Load()+n-s.committed.Load() <= int64(len(wb.ring)) {
+		return nil
+	}
+	wb.mu.Lock()
+	defer wb.mu.Unlock()
+	_, err := s.commitWBLocked()
+	return err
+}
+
+// wbPutLocked copies b, then zeroN zero bytes, into the ring at stream
+// offset pos. Called under appendMu with pos == wrote after wbRoomLocked
+// made room for them.
 func (s *Store) wbPutLocked(pos int64, b []byte, zeroN int) {
 	wb := s.wb
-	n := int64(len(b) + zeroN)
-	if pos+n-s.committed.Load() > int64(len(wb.ring)) {
-		wb.mu.Lock()
-		s.commitWBLocked()
-		wb.mu.Unlock()
-	}
 	ringCopy(wb.ring, pos, b)
 	if zeroN > 0 {
 		ringZero(wb.ring, pos+int64(len(b)), zeroN)
@@ -55,37 +67,50 @@ func ringZero(ring []byte, pos int64, n int) {
 	}
 }
 
-// commitWBLocked moves [committed, wrote) from the ring into the segments;
-// wb.mu is held.
-func (s *Store) commitWBLocked() int64 {
+// commitWBLocked writes [committed, wrote) from the ring into the segment
+// files with pwrite(2) (never through the mapping: see
+// Options.CommitOnWait) and advances committed; wb.mu is held. A failed
+// write makes the store read-only and leaves committed where it was.
+func (s *Store) commitWBLocked() (int64, error) {
 	wb := s.wb
 	from, to := s.committed.Load(), wb.wrote.Load()
 	if from >= to {
-		return from
+		return from, nil
+	}
+	if s.readOnly.Load() {
+		return from, fmt.Errorf("commit %d..%d: %w", from, to, ErrReadOnly)
 	}
 	size := int64(len(wb.ring))
 	for pos := from; pos < to; {
 		seg := s.segmentFor(pos)
+		if seg == nil {
+			return from, fmt.Errorf("commit %d..%d: no segment holds %d", from, to, pos)
+		}
 		end := min(to, seg.start+s.opts.SegmentSize)
 		for p := pos; p < end; {
 			i := p % size
 			c := min(end-p, size-i)
-			copy(seg.data[p-seg.start:], wb.ring[i:i+c])
+			if err := seg.writeAt(wb.ring[i:i+c], p-seg.start); err != nil {
+				s.readOnly.Store(true)
+				s.log.Error("commit from the write buffer failed; store is now read-only", "err", err)
+				return from, fmt.Errorf("commit %d..%d: %w: %w", from, to, ErrReadOnly, err)
+			}
 			p += c
 		}
 		pos = end
 	}
 	s.committed.Store(to)
 	s.committedN.notify()
-	return to
+	return to, nil
 }
 
 // commitAllLocked commits everything buffered; appendMu is held.
-func (s *Store) commitAllLocked() {
+func (s *Store) commitAllLocked() error {
 	if s.wb == nil {
-		return
+		return nil
 	}
 	s.wb.mu.Lock()
-	s.commitWBLocked()
-	s.wb.mu.Unlock()
+	defer s.wb.mu.Unlock()
+	_, err := s.commitWBLocked()
+	return err
 }

@@ -1,8 +1,15 @@
 package core
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -65,4 +72,110 @@ func TestWriteBuffer(t *testing.T) {
 		t.Fatalf("after crash end %d, want %d", got, before)
 	}
 	verifyStore(t, s)
+}
+
+// TestCommitOnWait: appends stay in the ring (the segment file is not
+// written, through its mapping or otherwise) until WaitCommitted, which
+// commits everything appended with pwrite and returns past it; a failed
+// write makes the store read-only and the error reaches the waiter; a
+// batch larger than half the ring is refused.
+func TestCommitOnWait(t *testing.T) {
+	fs := vfs.NewCrashFS(22)
+	o := testOptions(fs, "/cow")
+	o.WriteBuffer = 64 << 10
+	o.CommitOnWait = true
+	s := mustOpen(t, o)
+	ctx := context.Background()
+
+	seg := filepath.Join("/cow", "commitlog", fmt.Sprintf("%020d", 0))
+	fileHas := func(body string) bool {
+		f, err := fs.Open(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		buf := make([]byte, 4096)
+		if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		return bytes.Contains(buf, []byte(body))
+	}
+	var last AppendResult
+	for i := 0; i < 3; i++ {
+		r, err := s.Append(msg("T", 0, fmt.Sprintf("cow-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r
+	}
+	if p := s.Positions(); p.Committed != 0 || p.Wrote != last.End() {
+		t.Fatalf("after appends: %+v", p)
+	}
+	if fileHas("cow-0") {
+		t.Fatal("an append reached the segment file before anyone waited")
+	}
+	writes := fs.Stats().Writes
+	c, err := s.WaitCommitted(ctx, 0)
+	if err != nil || c != last.End() {
+		t.Fatalf("WaitCommitted = %d, %v; want %d", c, err, last.End())
+	}
+	if got := fs.Stats().Writes - writes; got != 1 {
+		t.Fatalf("committing three appends took %d writes, want one pwrite", got)
+	}
+	if !fileHas("cow-2") {
+		t.Fatal("committed records not in the segment file")
+	}
+
+	// A waiter blocks until the next append, then returns past it.
+	got := make(chan int64, 1)
+	go func() {
+		c, err := s.WaitCommitted(ctx, last.End())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- c
+	}()
+	select {
+	case c := <-got:
+		t.Fatalf("WaitCommitted returned %d with nothing appended", c)
+	case <-time.After(20 * time.Millisecond):
+	}
+	r, err := s.Append(msg("T", 0, "cow-late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := <-got; c != r.End() {
+		t.Fatalf("WaitCommitted after an append = %d, want %d", c, r.End())
+	}
+
+	// Too big for the ring.
+	big := msg("T", 0, strings.Repeat("x", 40<<10))
+	if _, err := s.Append(big); !errors.Is(err, ErrMessage) {
+		t.Fatalf("batch over half the ring: %v, want ErrMessage", err)
+	}
+
+	// A failed pwrite: read-only, the waiter learns why, nothing committed.
+	before := s.Positions().Committed
+	if _, err := s.Append(msg("T", 0, "cow-eio")); err != nil {
+		t.Fatal(err)
+	}
+	fs.InjectFault(vfs.Fault{Ops: vfs.OpWrite, PathPrefix: "/cow/commitlog", Count: 1})
+	if _, err := s.WaitCommitted(ctx, before); !errors.Is(err, ErrReadOnly) || !errors.Is(err, vfs.ErrIO) {
+		t.Fatalf("WaitCommitted after a failed write: %v, want ErrReadOnly wrapping EIO", err)
+	}
+	if p := s.Positions(); p.Committed != before {
+		t.Fatalf("committed moved to %d past a failed write (was %d)", p.Committed, before)
+	}
+	if _, err := s.Append(msg("T", 0, "after")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("append on a read-only store: %v", err)
+	}
+	s.Close()
+}
+
+func TestCommitOnWaitNeedsBuffer(t *testing.T) {
+	o := testOptions(vfs.NewCrashFS(1), "/x")
+	o.CommitOnWait = true
+	if _, err := Open(o); err == nil {
+		t.Fatal("CommitOnWait without a write buffer opened")
+	}
 }

@@ -116,8 +116,6 @@ func (n *Node) openStore() error {
 		MaxMessageSize:      int(p.Store.MaxMessageSize),
 		CQEntriesPerFile:    p.Store.CQEntriesPerFile,
 		DisableCRCOnRecover: !p.Store.CheckCRCOnRecover,
-		VisibleAfterFlush:   n.flushPolicy.VisibleAfterFlush,
-		WriteBuffer:         writeBufferSize(n.flushPolicy, int(p.Store.MaxMessageSize)),
 		Confirm:             confirm,
 		Listeners:           listeners,
 		OnFlush:             n.metrics.onFlush,
@@ -129,6 +127,7 @@ func (n *Node) openStore() error {
 			WarningRatio:       float64(p.Store.DiskWarningRatio),
 		},
 	}
+	storehost.ApplyFlushPolicy(&o, n.flushPolicy)
 	s, err := core.Open(o)
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", p.Store.Dir, err)
@@ -303,12 +302,3 @@ func (n *Node) pluginDataDir(kind sdk.Kind) (string, error) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// writeBufferSize is the store's write buffer for strategies that ask for
-// one: 64 MiB, or room for four maximum-size messages if that is more.
-func writeBufferSize(fp sdk.FlushPolicy, maxMessage int) int {
-	if !fp.WriteBuffer {
-		return 0
-	}
-	return max(64<<20, 4*(maxMessage+4096))
-}

@@ -256,7 +256,8 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 		rpol = repl.Policy()
 	}
 	opts := core.Options{Dir: filepath.Join(spec.Dir, "master"), SegmentSize: spec.SegmentSize, Logger: logger, Retention: Retention,
-		MaxMessageSize: MaxMessageSize(spec.SegmentSize), VisibleAfterFlush: fpol.VisibleAfterFlush}
+		MaxMessageSize: MaxMessageSize(spec.SegmentSize)}
+	storehost.ApplyFlushPolicy(&opts, fpol)
 	proxy := &confirmProxy{}
 	if rpol.VisibleAfterReplicated {
 		opts.Confirm = proxy

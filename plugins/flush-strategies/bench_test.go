@@ -256,11 +256,7 @@ func benchStore(tb testing.TB, dir string, strat sdk.FlushStrategy) (*core.Store
 		// delete segments because of other programs' files.
 		Retention: core.RetentionOptions{FileReservedTime: -1, DiskMaxUsedRatio: 0.997, CleanForciblyRatio: 0.998, WarningRatio: 0.999}}
 	if strat != nil {
-		pol := strat.AckPolicy()
-		o.VisibleAfterFlush = pol.VisibleAfterFlush
-		if pol.WriteBuffer {
-			o.WriteBuffer = 64 << 20
-		}
+		storehost.ApplyFlushPolicy(&o, strat.AckPolicy())
 	}
 	s, err := core.Open(o)
 	if err != nil {

@@ -89,13 +89,13 @@ func runPowerCuts(t *testing.T, cc crashConfig, cuts, cutsPerFS int, seed int64)
 			o = core.Options{
 				Dir: "/s", Logger: quietLogs,
 				SegmentSize: 32 << 10, MaxMessageSize: 4 << 10,
-				CQEntriesPerFile:  64,
-				CheckpointEvery:   time.Duration(1+rng.Intn(5)) * time.Millisecond,
-				VisibleAfterFlush: pol.VisibleAfterFlush,
+				CQEntriesPerFile: 64,
+				CheckpointEvery:  time.Duration(1+rng.Intn(5)) * time.Millisecond,
 			}
-			if pol.WriteBuffer {
-				o.WriteBuffer = 16 << 10
+			if pol.WriteBuffer || pol.WaitFlush {
+				o.WriteBuffer = 16 << 10 // small: appends wrap the ring
 			}
+			storehost.ApplyFlushPolicy(&o, pol)
 			var err error
 			kfs = vfs.NewKillable(fs)
 			o.FS = kfs

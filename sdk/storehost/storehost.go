@@ -262,3 +262,30 @@ func (l *Listener) Dispatch(batch []core.DispatchRecord) error {
 
 // Sync implements core.DispatchListener.
 func (l *Listener) Sync() error { return l.Indexer.Sync(context.Background()) }
+
+// ApplyFlushPolicy sets the store options a flush strategy's policy needs:
+// consumers limited to flushed data when it says so; a write buffer when it
+// asks for one (64 MiB, or four maximum-size messages if more; a
+// WriteBuffer already set is kept); and, when acks wait for fdatasync and
+// no write buffer was asked for, a small buffer with CommitOnWait, so
+// that appends reach the segment with one pwrite(2) per flush round instead
+// of through the mapping (see core.Options.CommitOnWait).
+func ApplyFlushPolicy(o *core.Options, fp sdk.FlushPolicy) {
+	o.VisibleAfterFlush = fp.VisibleAfterFlush
+	maxMsg := o.MaxMessageSize
+	if maxMsg <= 0 {
+		maxMsg = core.DefaultMaxMessageSize
+	}
+	room := 4 * (maxMsg + 4096)
+	switch {
+	case fp.WriteBuffer:
+		if o.WriteBuffer <= 0 {
+			o.WriteBuffer = max(64<<20, room)
+		}
+	case fp.WaitFlush:
+		if o.WriteBuffer <= 0 {
+			o.WriteBuffer = max(8<<20, room)
+		}
+		o.CommitOnWait = true
+	}
+}
