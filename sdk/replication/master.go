@@ -67,6 +67,7 @@ type peer struct {
 	sent      atomic.Int64 // end of what was streamed
 	contact   atomic.Int64 // unix nanos of the last frame received
 	streaming atomic.Bool
+	acked     chan struct{} // capacity 1: an acknowledgement arrived (wakes stream)
 }
 
 func newMaster(n *Node, ln net.Listener, hist []sdk.Epoch) *master {
@@ -343,7 +344,7 @@ func (m *master) handle(nc net.Conn) {
 	if len(st.Epochs) > 0 {
 		m.noteEpoch(st.Epochs[len(st.Epochs)-1].Epoch)
 	}
-	p := &peer{id: id, addr: remote, conn: c}
+	p := &peer{id: id, addr: remote, conn: c, acked: make(chan struct{}, 1)}
 	fenceKey := "replica " + id
 	slave := View{Min: st.Min, End: st.End, Epochs: st.Epochs, Takeovers: st.Takeovers}
 	for attempt := 0; attempt < 4; attempt++ {
@@ -555,7 +556,14 @@ func (m *master) readAcks(ctx context.Context, p *peer) error {
 			}
 			p.received.Store(a.Received)
 			p.flushed.Store(a.Flushed)
+			// Report first: the waiting producers are released before the
+			// streamer runs, and the streamer, readied last, runs next on
+			// this P and sends what they committed meanwhile.
 			m.report(ctx, false)
+			select {
+			case p.acked <- struct{}{}:
+			default:
+			}
 		case FrameError:
 			em, _ := DecodeErrorMsg(f.Payload)
 			return &PeerError{Code: em.Code, Reason: em.Reason}
@@ -586,12 +594,42 @@ func (m *master) epochAt(off int64) (sdk.Epoch, int64) {
 
 // stream sends committed log bytes from `from` on, heartbeats while idle,
 // and metadata snapshots on their interval.
+//
+// Cadence. Committed bytes are sent as soon as the stream sees them,
+// without timers, with one exception that makes every round trip carry
+// everything pending: while part of what was sent is not yet
+// acknowledged, a batch smaller than BatchSize/2 waits for the replica's
+// next acknowledgement (which it sends as soon as its input drains), then
+// goes out with whatever was committed meanwhile. That costs at most the
+// round trip already in progress, and turns a stream of tiny frames (one
+// per commit, each with its own acknowledgement and its own release of
+// waiting producers) into one frame per round trip. Batches of at least
+// BatchSize/2 (a replica catching up) never wait, and neither does
+// anything once HeartbeatInterval has passed since the last write.
 func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 	c := p.conn
 	next := from
 	lastWrite := time.Now()
 	var lastMeta time.Time
 	var metaSent []byte
+	half := int64(m.opts.BatchSize / 2)
+	// bound is the context of every wait: it ends when the next heartbeat
+	// or metadata snapshot is due. It is reused until it ends (the due
+	// time only moves later), so a busy stream creates no timer per wait.
+	var bound context.Context
+	boundCancel := context.CancelFunc(func() {})
+	defer func() { boundCancel() }()
+	waitBound := func() context.Context {
+		if bound == nil || bound.Err() != nil {
+			boundCancel()
+			due := lastWrite.Add(m.opts.HeartbeatInterval)
+			if md := lastMeta.Add(m.opts.SyncMetaInterval); md.Before(due) {
+				due = md
+			}
+			bound, boundCancel = context.WithDeadline(ctx, due)
+		}
+		return bound
+	}
 	for ctx.Err() == nil {
 		if time.Since(lastMeta) >= m.opts.SyncMetaInterval {
 			lastMeta = time.Now()
@@ -613,14 +651,8 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 			if err := c.Flush(); err != nil {
 				return err
 			}
-			wait := m.opts.HeartbeatInterval - time.Since(lastWrite)
-			if until := m.opts.SyncMetaInterval - time.Since(lastMeta); until < wait {
-				wait = until
-			}
-			if wait > 0 {
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				c2, err := m.host.WaitCommitted(wctx, next)
-				cancel()
+			if time.Since(lastWrite) < m.opts.HeartbeatInterval && time.Since(lastMeta) < m.opts.SyncMetaInterval {
+				c2, err := m.host.WaitCommitted(waitBound(), next)
 				if err == nil {
 					m.observe(c2)
 					continue
@@ -637,6 +669,22 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 					return err
 				}
 				lastWrite = time.Now()
+			}
+			continue
+		}
+		if committed-next < half && p.sent.Load() > p.received.Load() && time.Since(lastWrite) < m.opts.HeartbeatInterval {
+			// Caught up and a frame is in flight: let this one gather
+			// what the next acknowledgement's round trip brings.
+			if err := c.Flush(); err != nil {
+				return err
+			}
+			select {
+			case <-p.acked:
+			case <-waitBound().Done():
+			}
+			// Learn what was committed meanwhile (no wait if it grew).
+			if pos, err := m.host.Positions(ctx); err == nil {
+				m.observe(pos.Committed)
 			}
 			continue
 		}
@@ -661,7 +709,7 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 		p.sent.Store(next + int64(len(data)))
 		// Small batches mean the replica is caught up: send now (sync acks
 		// wait for it). Full batches are catch-up: let the buffer coalesce.
-		flush := len(data) < m.opts.BatchSize/2
+		flush := int64(len(data)) < half
 		if err := c.WriteFrame(flush, FrameData, hdr.Marshal(), data); err != nil {
 			return err
 		}
