@@ -141,6 +141,23 @@ func (b backend) AwaitAck(ctx context.Context, end int64) remoting.AckStatus {
 	return remoting.AckOK
 }
 
+// AckNow implements remoting.Backend.
+func (b backend) AckNow(end int64) (remoting.AckStatus, bool) {
+	fp, rp := b.n.flushPolicy, b.n.replicationPolicy()
+	st := remoting.AckOK
+	switch {
+	case rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas:
+		st = remoting.AckSlaveNotAvailable
+	case fp.WaitFlush && b.store().Positions().Flushed < end:
+		return 0, false
+	case rp.WaitReplicas > 0 && b.n.host.ConfirmOffset() < end:
+		return 0, false
+	}
+	b.n.metrics.ackLatency.Update(0)
+	b.n.metrics.ackStatus(st).Inc()
+	return st, true
+}
+
 // GetMessages implements remoting.Backend.
 func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
 	g, err := b.store().GetMessages(topic, queueID, offset, maxCount, maxBytes, filter)

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,8 +79,9 @@ const (
 	DefaultQueues  = 8
 	DefaultTimeout = 10 * time.Second
 	// opaqueBase starts every connection's opaque counter so that opaques
-	// never collide with 0 and stay positive for over a billion requests.
-	opaqueBase = 1
+	// never collide with 0, stay positive for over a billion requests and
+	// always have 10 decimal digits (patched into a fixed-width field).
+	opaqueBase = 1_000_000_000
 )
 
 // LoadSpec describes one run of the load generator against a broker.
@@ -184,8 +186,8 @@ type call struct {
 }
 
 type reply struct {
-	cmd *remoting.Command
-	err error
+	resp response
+	err  error
 }
 
 // conn is one pipelined connection.
@@ -202,6 +204,11 @@ type conn struct {
 	wbuf   []byte
 	wake   chan struct{}
 	closed chan struct{}
+	// readBusy: the reader holds more whole responses than it delivered;
+	// the producers it releases will queue requests, so the writer waits
+	// for the end of the batch (batchDone) before writing.
+	readBusy  atomic.Bool
+	batchDone chan struct{}
 
 	unmatched atomic.Int64
 }
@@ -216,7 +223,7 @@ func dial(ctx context.Context, addr string, depth int) (*conn, error) {
 		_ = tc.SetNoDelay(true)
 	}
 	c := &conn{nc: nc, slots: make(chan struct{}, depth), pending: map[int32]*call{},
-		wake: make(chan struct{}, 1), closed: make(chan struct{})}
+		wake: make(chan struct{}, 1), closed: make(chan struct{}), batchDone: make(chan struct{}, 1)}
 	c.opaque.Store(opaqueBase - 1)
 	go c.readLoop()
 	go c.writeLoop()
@@ -247,27 +254,36 @@ func (c *conn) fail(err error) {
 }
 
 func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	fr := &frameReader{br: bufio.NewReaderSize(c.nc, 64<<10)}
 	for {
-		cmd, err := remoting.ReadCommand(br, 0)
+		r, err := fr.next()
 		if err != nil {
 			c.fail(fmt.Errorf("read response: %w", err))
 			return
 		}
-		if !cmd.IsResponse() {
+		if !r.isResp {
 			continue // a broker-initiated request; the generator answers none
 		}
 		c.mu.Lock()
-		cl, ok := c.pending[cmd.Opaque]
+		cl, ok := c.pending[r.opaque]
 		if ok {
-			delete(c.pending, cmd.Opaque)
+			delete(c.pending, r.opaque)
 		}
 		c.mu.Unlock()
 		if !ok {
 			c.unmatched.Add(1)
 			continue
 		}
-		cl.done <- reply{cmd: cmd}
+		cl.done <- reply{resp: r}
+		if more := remoting.FrameBuffered(fr.br); more != c.readBusy.Load() {
+			c.readBusy.Store(more)
+			if !more {
+				select {
+				case c.batchDone <- struct{}{}:
+				default:
+				}
+			}
+		}
 	}
 }
 
@@ -278,9 +294,16 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case <-c.wake:
+		case <-c.batchDone:
 		case <-c.closed:
 			return
 		}
+		if c.readBusy.Load() {
+			continue // batchDone comes at the end of the reader's batch
+		}
+		// Let the producers just released queue their next requests, so
+		// one write carries them all.
+		runtime.Gosched()
 		c.wmu.Lock()
 		buf := c.wbuf
 		c.wbuf = spare[:0]
@@ -297,28 +320,27 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// start registers cl under a fresh opaque, stamps cmd with it and queues
-// its frame. It fails when the connection has failed.
-func (c *conn) start(cl *call, cmd *remoting.Command, scratch []byte) ([]byte, int32, error) {
+// start registers cl under a fresh opaque, patches the opaque, bornMs and
+// id into t and queues its frame. It fails when the connection has failed.
+func (c *conn) start(cl *call, t *frameTemplate, bornMs int64, id uint64) (int32, error) {
 	op := c.opaque.Add(1)
-	cmd.Opaque = op
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return scratch, op, err
+		return op, err
 	}
 	c.pending[op] = cl
 	c.mu.Unlock()
-	scratch = cmd.AppendFrame(scratch[:0])
+	t.patch(op, bornMs, id)
 	c.wmu.Lock()
-	c.wbuf = append(c.wbuf, scratch...)
+	c.wbuf = append(c.wbuf, t.buf...)
 	c.wmu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return scratch, op, nil
+	return op, nil
 }
 
 // abandon forgets the outstanding request op of cl (after a timeout or
@@ -406,7 +428,6 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 		conns = append(conns, c)
 	}
 	runID := uint64(time.Now().UnixNano())
-	bornKey, propKey := fieldNames(s.Code)
 
 	type pstats struct {
 		h        hist.Histogram
@@ -429,11 +450,14 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 			for i := range body {
 				body[i] = byte('a' + (i+p)%26)
 			}
-			cmd := message(&s, p, body)
+			tmpl, err := newTemplate(message(&s, p, body), s.Code, runID)
+			if err != nil {
+				st.first = err.Error()
+				return
+			}
 			cl := &call{done: make(chan reply, 1)}
 			timer := time.NewTimer(s.Timeout)
 			defer timer.Stop()
-			var frame, props []byte
 			var seq uint64
 			for ctx.Err() == nil {
 				t0 := time.Now()
@@ -441,9 +465,6 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 					return
 				}
 				seq++
-				props = properties(props[:0], runID, uint64(p)<<40|seq)
-				cmd.SetExt(propKey, string(props))
-				cmd.SetExt(bornKey, strconv.FormatInt(t0.UnixMilli(), 10))
 				status, detail := StatusError, ""
 				acquired := false
 				select {
@@ -453,9 +474,7 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 				case <-ctx.Done():
 					return
 				}
-				var op int32
-				var err error
-				frame, op, err = c.start(cl, cmd, frame)
+				op, err := c.start(cl, tmpl, t0.UnixMilli(), uint64(p)<<40|seq)
 				if err != nil {
 					detail = err.Error()
 				} else {
@@ -465,12 +484,12 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 						switch {
 						case r.err != nil:
 							detail = r.err.Error()
-						case r.cmd.Opaque != op:
-							detail = fmt.Sprintf("response opaque %d for request %d", r.cmd.Opaque, op)
+						case r.resp.opaque != op:
+							detail = fmt.Sprintf("response opaque %d for request %d", r.resp.opaque, op)
 						default:
-							status = StatusOf(r.cmd.Code)
+							status = StatusOf(r.resp.code)
 							if status == StatusError {
-								detail = fmt.Sprintf("response code %d: %s", r.cmd.Code, r.cmd.Remark)
+								detail = fmt.Sprintf("response code %d: %s", r.resp.code, r.resp.remark)
 							}
 						}
 					case <-timer.C:

@@ -155,7 +155,10 @@ func (f *fakeBroker) handle(nc net.Conn) {
 // reverse order, interleaved with a response nobody asked for and a
 // broker-initiated request, each reach the call that sent them.
 func TestOpaqueMatching(t *testing.T) {
-	f := newFakeBroker(t, 16, func(uint64) int16 { return remoting.Success })
+	// SLAVE_NOT_AVAILABLE, not SUCCESS: the generator decodes such
+	// responses in full, so the remark (the request's properties) comes
+	// back and shows each response reached the call that sent it.
+	f := newFakeBroker(t, 16, func(uint64) int16 { return remoting.SlaveNotAvailable })
 	f.bogus = true
 	f.flushAfter = time.Hour // answer only full batches
 	c, err := dial(context.Background(), f.addr(), 16)
@@ -173,19 +176,22 @@ func TestOpaqueMatching(t *testing.T) {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			cmd := message(&s, p, []byte("body"))
+			tmpl, err := newTemplate(message(&s, p, []byte("body")), s.Code, 42)
+			if err != nil {
+				errs <- err
+				return
+			}
 			props := string(properties(nil, 42, uint64(p)))
-			cmd.SetExt("properties", props)
 			cl := &call{done: make(chan reply, 1)}
-			_, op, err := c.start(cl, cmd, nil)
+			op, err := c.start(cl, tmpl, 1, uint64(p))
 			if err != nil {
 				errs <- err
 				return
 			}
 			select {
 			case r := <-cl.done:
-				if r.err != nil || r.cmd.Opaque != op || r.cmd.Remark != props {
-					errs <- fmt.Errorf("producer %d: got %+v, err %v; want opaque %d remark %q", p, r.cmd, r.err, op, props)
+				if r.err != nil || r.resp.opaque != op || r.resp.remark != props {
+					errs <- fmt.Errorf("producer %d: got %+v, err %v; want opaque %d remark %q", p, r.resp, r.err, op, props)
 				}
 			case <-time.After(5 * time.Second):
 				errs <- fmt.Errorf("producer %d: no response (was the request pipelined?)", p)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,12 +192,12 @@ func prime(ctx context.Context, ls LoadSpec) error {
 		return err
 	}
 	defer c.close()
-	cmd := message(&s, 0, []byte("prime"))
-	bornKey, propKey := fieldNames(s.Code)
-	cmd.SetExt(propKey, string(properties(nil, 0, 0)))
-	cmd.SetExt(bornKey, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	t, err := newTemplate(message(&s, 0, []byte("prime")), s.Code, 0)
+	if err != nil {
+		return err
+	}
 	cl := &call{done: make(chan reply, 1)}
-	_, op, err := c.start(cl, cmd, nil)
+	op, err := c.start(cl, t, time.Now().UnixMilli(), 0)
 	if err != nil {
 		return fmt.Errorf("wire: priming send: %w", err)
 	}
@@ -207,8 +206,8 @@ func prime(ctx context.Context, ls LoadSpec) error {
 		if r.err != nil {
 			return fmt.Errorf("wire: priming send: %w", r.err)
 		}
-		if st := StatusOf(r.cmd.Code); !Stored(st) {
-			return fmt.Errorf("wire: priming send: response code %d: %s", r.cmd.Code, r.cmd.Remark)
+		if st := StatusOf(r.resp.code); !Stored(st) {
+			return fmt.Errorf("wire: priming send: response code %d: %s", r.resp.code, r.resp.remark)
 		}
 		return nil
 	case <-time.After(s.Timeout):

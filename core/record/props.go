@@ -43,23 +43,36 @@ func nextPair(raw []byte, i int) (name, value []byte, next int, ok bool) {
 // grammar: an empty pair, a pair without 0x01, an empty name, or a value
 // containing 0x01. The result is never nil on success.
 func ParseProperties(raw []byte) (map[string]string, error) {
+	if err := ValidateProperties(raw); err != nil {
+		return nil, err
+	}
 	m := make(map[string]string, bytes.Count(raw, []byte{PropertySeparator})+1)
 	for i := 0; i < len(raw); {
-		name, value, next, ok := nextPair(raw, i)
-		switch {
-		case !ok && len(name) == 0:
-			return nil, fmt.Errorf("record: properties: empty pair at %d: %w", i, ErrMalformedProperties)
-		case !ok:
-			return nil, fmt.Errorf("record: properties: pair %q at %d has no name/value separator: %w", name, i, ErrMalformedProperties)
-		case len(name) == 0:
-			return nil, fmt.Errorf("record: properties: empty name at %d: %w", i, ErrMalformedProperties)
-		case bytes.IndexByte(value, NameValueSeparator) >= 0:
-			return nil, fmt.Errorf("record: properties: value of %q at %d contains 0x01: %w", name, i, ErrMalformedProperties)
-		}
+		name, value, next, _ := nextPair(raw, i)
 		m[string(name)] = string(value)
 		i = next
 	}
 	return m, nil
+}
+
+// ValidateProperties reports what ParseProperties would reject in raw,
+// without building the map (and without allocating when raw is valid).
+func ValidateProperties(raw []byte) error {
+	for i := 0; i < len(raw); {
+		name, value, next, ok := nextPair(raw, i)
+		switch {
+		case !ok && len(name) == 0:
+			return fmt.Errorf("record: properties: empty pair at %d: %w", i, ErrMalformedProperties)
+		case !ok:
+			return fmt.Errorf("record: properties: pair %q at %d has no name/value separator: %w", name, i, ErrMalformedProperties)
+		case len(name) == 0:
+			return fmt.Errorf("record: properties: empty name at %d: %w", i, ErrMalformedProperties)
+		case bytes.IndexByte(value, NameValueSeparator) >= 0:
+			return fmt.Errorf("record: properties: value of %q at %d contains 0x01: %w", name, i, ErrMalformedProperties)
+		}
+		i = next
+	}
+	return nil
 }
 
 // lookup returns the value of the last well-formed-enough pair named key

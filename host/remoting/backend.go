@@ -227,6 +227,14 @@ type Backend interface {
 	// the result is not used (the client is gone).
 	AwaitAck(ctx context.Context, end int64) AckStatus
 
+	// AckNow is AwaitAck without blocking: when the status of the records
+	// ending at end is known at once (the policy waits for nothing, or
+	// what it waits for has already happened, or it fails at once) it
+	// returns that status and true; otherwise false, and the caller uses
+	// AwaitAck. The broker answers a send on the connection's read
+	// goroutine when it can, which lets pipelined answers share a write.
+	AckNow(end int64) (AckStatus, bool)
+
 	// GetMessages reads up to maxCount records (and, beyond the first,
 	// at most maxBytes bytes) of topic/queueID starting at queue offset
 	// offset, skipping entries whose consume-queue tags code filter

@@ -271,7 +271,7 @@ func checkProperties(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if _, err := record.ParseProperties(p); err != nil {
+	if err := record.ValidateProperties(p); err != nil {
 		return fmt.Errorf("malformed properties: %w", err)
 	}
 	return nil
@@ -425,18 +425,26 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 	}
 	last := res[len(res)-1]
 	end := last.PhysOffset + int64(last.Size)
+	if st, ok := b.be.AckNow(end); ok {
+		return withAckStatus(resp, st)
+	}
 	req.Go(func(ctx context.Context) *Command {
-		switch b.be.AwaitAck(ctx, end) {
-		case AckFlushDiskTimeout:
-			resp.Code = FlushDiskTimeout
-		case AckFlushSlaveTimeout:
-			resp.Code = FlushSlaveTimeout
-		case AckSlaveNotAvailable:
-			resp.Code = SlaveNotAvailable
-		}
-		return resp
+		return withAckStatus(resp, b.be.AwaitAck(ctx, end))
 	})
 	return nil
+}
+
+// withAckStatus sets a send response's code from the acknowledgement.
+func withAckStatus(resp *Command, st AckStatus) *Command {
+	switch st {
+	case AckFlushDiskTimeout:
+		resp.Code = FlushDiskTimeout
+	case AckFlushSlaveTimeout:
+		resp.Code = FlushSlaveTimeout
+	case AckSlaveNotAvailable:
+		resp.Code = SlaveNotAvailable
+	}
+	return resp
 }
 
 // appendError maps a Backend.Append error to a response.

@@ -125,6 +125,23 @@ func NewResponse(req *Command, code int16, remark string) *Command {
 	}
 }
 
+// FrameBuffered reports whether r's buffer already holds a whole frame, so
+// that the next ReadCommand returns without reading from the connection.
+// Both ends use it to coalesce writes: a batch of frames that arrived
+// together is answered with one write.
+func FrameBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < 4 {
+		return false
+	}
+	p, err := r.Peek(4)
+	if err != nil {
+		return false
+	}
+	total := int64(int32(binary.BigEndian.Uint32(p)))
+	return total >= 0 && int64(n)-4 >= total
+}
+
 // ReadCommand reads one frame from r and decodes it.
 //
 // maxFrame bounds the frame's total length (the first int32, which counts

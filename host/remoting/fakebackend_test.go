@@ -117,6 +117,15 @@ func (f *fakeBackend) AwaitAck(ctx context.Context, end int64) AckStatus {
 	return st
 }
 
+func (f *fakeBackend) AckNow(end int64) (AckStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ackGate != nil {
+		return 0, false
+	}
+	return f.ackStatus, true
+}
+
 func (f *fakeBackend) bounds(k string) (lo, hi int64) {
 	return f.minOff[k], int64(len(f.queues[k]))
 }

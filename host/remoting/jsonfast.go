@@ -3,6 +3,7 @@ package remoting
 import (
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file holds the hand-written fast path for JSON command headers.
@@ -35,13 +36,14 @@ const maxFastDepth = 64
 
 type fastParser struct {
 	b []byte
+	s string // b as one string: unescaped string values are substrings of it
 	i int
 }
 
 // fastDecodeJSONHeader decodes h as decodeJSONHeaderStd would. ok is false
 // when the fast path declines; the caller must then use the standard path.
 func fastDecodeJSONHeader(h []byte) (c *Command, ok bool) {
-	p := fastParser{b: h}
+	p := fastParser{b: h, s: string(h)}
 	p.ws()
 	if !p.eat('{') {
 		return nil, false
@@ -106,11 +108,11 @@ func fastDecodeJSONHeader(h []byte) (c *Command, ok bool) {
 			if p.lit("null") {
 				break
 			}
-			s, ok := p.str()
+			s, ok := p.strString()
 			if !ok {
 				return nil, false
 			}
-			c.Remark = string(s)
+			c.Remark = s
 		case "extFields":
 			bit = seenExtFields
 			if p.lit("null") {
@@ -180,7 +182,7 @@ func (p *fastParser) extFields() (map[string]string, bool) {
 	if p.eat('}') {
 		return nil, true
 	}
-	m := make(map[string]string, 8)
+	m := make(map[string]string, 16) // a send header has 13
 	for {
 		p.ws()
 		key, ok := p.str()
@@ -247,7 +249,7 @@ func (p *fastParser) lenient() (s string, null, ok bool) {
 	}
 	switch p.b[p.i] {
 	case '"':
-		v, ok := p.str()
+		v, ok := p.strString()
 		if !ok {
 			return "", false, false
 		}
@@ -262,15 +264,14 @@ func (p *fastParser) lenient() (s string, null, ok bool) {
 	if !p.skip(0) {
 		return "", false, false
 	}
-	return string(p.b[start:p.i]), false, true
+	return p.s[start:p.i], false, true
 }
 
-// internValue avoids allocating for the language names and one-digit values
-// that fill most headers.
-func internValue(b []byte) string {
-	switch string(b) {
-	case "":
-		return ""
+// internValue returns the shared copy of the language names and one-digit
+// values that fill most headers, so that values kept long (in registries)
+// do not pin the header they were cut from.
+func internValue(v string) string {
+	switch v {
 	case "GO":
 		return "GO"
 	case "JAVA":
@@ -280,10 +281,10 @@ func internValue(b []byte) string {
 	case "false":
 		return "false"
 	}
-	if len(b) == 1 && b[0] >= '0' && b[0] <= '9' {
-		return digitStrings[b[0]-'0']
+	if len(v) == 1 && v[0] >= '0' && v[0] <= '9' {
+		return digitStrings[v[0]-'0']
 	}
-	return string(b)
+	return v
 }
 
 var digitStrings = [10]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
@@ -491,6 +492,23 @@ func (p *fastParser) str() ([]byte, bool) {
 		p.i++
 	}
 	return nil, false
+}
+
+// strString is str returning a string: a substring of p.s without
+// escapes, the unescaped copy (not copied again) with them.
+func (p *fastParser) strString() (string, bool) {
+	start := p.i + 1
+	b, ok := p.str()
+	if !ok {
+		return "", false
+	}
+	if len(b) > 0 && &b[0] != &p.b[start] {
+		return unsafe.String(&b[0], len(b)), true // strEscaped's own buffer
+	}
+	if len(b) == 0 {
+		return "", true
+	}
+	return p.s[start : start+len(b)], true
 }
 
 // strEscaped continues str from the first backslash, copying into a new

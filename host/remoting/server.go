@@ -242,6 +242,11 @@ type Conn struct {
 	cancel context.CancelFunc
 	out    chan *Command
 	sem    chan struct{}
+	// readBusy: the reader holds more whole frames than it has handled,
+	// so answers to them are coming; the writer holds its flush until the
+	// reader kicks flushKick at the end of the batch.
+	readBusy  atomic.Bool
+	flushKick chan struct{}
 
 	pmu     sync.Mutex
 	pending map[int32]chan *Command
@@ -252,16 +257,17 @@ type Conn struct {
 func (s *Server) newConn(nc net.Conn) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
-		srv:     s,
-		nc:      nc,
-		id:      s.nextID.Add(1),
-		remote:  addrPortOf(nc.RemoteAddr()),
-		local:   addrPortOf(nc.LocalAddr()),
-		ctx:     ctx,
-		cancel:  cancel,
-		out:     make(chan *Command, 1024),
-		sem:     make(chan struct{}, s.cfg.MaxInflight),
-		pending: make(map[int32]chan *Command),
+		srv:       s,
+		nc:        nc,
+		id:        s.nextID.Add(1),
+		remote:    addrPortOf(nc.RemoteAddr()),
+		local:     addrPortOf(nc.LocalAddr()),
+		ctx:       ctx,
+		cancel:    cancel,
+		out:       make(chan *Command, 1024),
+		flushKick: make(chan struct{}, 1),
+		sem:       make(chan struct{}, s.cfg.MaxInflight),
+		pending:   make(map[int32]chan *Command),
 	}
 	return c
 }
@@ -356,6 +362,10 @@ func (c *Conn) enqueue(cmd *Command) error {
 	}
 }
 
+// writeLoop writes queued frames through a buffer and flushes it when
+// nothing more is queued and the reader is not in the middle of a batch of
+// requests that arrived together: requests pipelined in one read are
+// answered with one write(2).
 func (c *Conn) writeLoop() {
 	defer c.srv.wg.Done()
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
@@ -364,6 +374,7 @@ func (c *Conn) writeLoop() {
 		var cmd *Command
 		select {
 		case cmd = <-c.out:
+		case <-c.flushKick:
 		case <-c.ctx.Done():
 			return
 		}
@@ -382,6 +393,9 @@ func (c *Conn) writeLoop() {
 			default:
 				cmd = nil
 			}
+		}
+		if bw.Buffered() == 0 || c.readBusy.Load() {
+			continue // the reader kicks flushKick when its batch is done
 		}
 		if err := bw.Flush(); err != nil {
 			c.writeFailed(err)
@@ -432,6 +446,15 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		s.dispatch(c, cmd)
+		if more := FrameBuffered(br); more != c.readBusy.Load() {
+			c.readBusy.Store(more)
+			if !more {
+				select {
+				case c.flushKick <- struct{}{}:
+				default:
+				}
+			}
+		}
 	}
 }
 
