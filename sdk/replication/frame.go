@@ -112,19 +112,33 @@ func AppendFrame(dst []byte, t FrameType, parts ...[]byte) []byte {
 
 // Conn is a framed HA connection. Reads must come from one goroutine at a
 // time; writes are serialised by an internal lock, so any goroutine may
-// write. Every read waits at most the idle timeout given to NewConn (0:
-// no limit) and every write at most the write timeout.
+// write. A read fails after between 7/8 of and the whole idle timeout
+// given to NewConn (0: no limit) without data, and a write likewise after
+// the write timeout: deadlines are re-armed only once an eighth of them
+// has passed, not for every frame.
 type Conn struct {
 	nc       net.Conn
 	r        *bufio.Reader
 	maxFrame int
 	idle     time.Duration
-	wmu      sync.Mutex
-	w        *bufio.Writer
-	wtimeout time.Duration
+	rdl      time.Time // read deadline in force (zero: none set yet)
 	hdr      [FrameHeaderSize]byte
 	buf      []byte
+
+	wmu      sync.Mutex
+	wbuf     []byte // frames not yet sent (Flush, or a flushing or large write, sends them)
+	wtimeout time.Duration
+	wdl      time.Time // write deadline in force
 }
+
+// connBufSize is the size of a Conn's read buffer and of its write
+// buffer; a frame part of at least largePart bytes is not copied into the
+// write buffer but sent from where it is, together with what is buffered,
+// in one gathering write.
+const (
+	connBufSize = 256 << 10
+	largePart   = 64 << 10
+)
 
 // NewConn wraps nc. maxFrame bounds received payloads (frames announcing
 // more are refused with ErrFrameTooLarge before anything is allocated);
@@ -134,15 +148,21 @@ func NewConn(nc net.Conn, maxFrame int, idle time.Duration) *Conn {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 256<<10), w: bufio.NewWriterSize(nc, 256<<10),
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, connBufSize), wbuf: make([]byte, 0, connBufSize),
 		maxFrame: maxFrame, idle: idle, wtimeout: idle}
 }
 
 // NetConn is the underlying connection.
 func (c *Conn) NetConn() net.Conn { return c.nc }
 
-// SetIdle changes the read deadline used from the next read on.
-func (c *Conn) SetIdle(d time.Duration) { c.idle, c.wtimeout = d, d }
+// SetIdle changes the read and write timeouts from the next read or write
+// on. It must not race with a read.
+func (c *Conn) SetIdle(d time.Duration) {
+	c.idle, c.rdl = d, time.Time{}
+	c.wmu.Lock()
+	c.wtimeout, c.wdl = d, time.Time{}
+	c.wmu.Unlock()
+}
 
 // Close closes the connection; a blocked read or write returns an error.
 func (c *Conn) Close() error { return c.nc.Close() }
@@ -151,12 +171,21 @@ func (c *Conn) Close() error { return c.nc.Close() }
 // next read would block, a good moment to send an acknowledgement.
 func (c *Conn) Buffered() int { return c.r.Buffered() }
 
+// rearm reports whether a deadline dl for timeout d, checked at now,
+// should be pushed to now+d: when none is set, or an eighth of d passed.
+func rearm(dl, now time.Time, d time.Duration) bool {
+	return dl.IsZero() || dl.Sub(now) < d-d/8
+}
+
 // ReadFrame reads the next frame. The payload is valid until the next
 // ReadFrame. Errors: io.EOF-like network errors, a deadline error after the
 // idle timeout, ErrFrameTooLarge, ErrBadFrame.
 func (c *Conn) ReadFrame() (Frame, error) {
 	if c.idle > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.idle))
+		if now := time.Now(); rearm(c.rdl, now, c.idle) {
+			c.rdl = now.Add(c.idle)
+			_ = c.nc.SetReadDeadline(c.rdl)
+		}
 	}
 	if _, err := io.ReadFull(c.r, c.hdr[:]); err != nil {
 		return Frame{}, err
@@ -180,55 +209,80 @@ func (c *Conn) ReadFrame() (Frame, error) {
 }
 
 // WriteFrame writes one frame whose payload is the concatenation of parts
-// and flushes it if flush is set (otherwise it may stay buffered until
-// the next flushing write or Flush).
+// and sends it (with every frame buffered before it) if flush is set;
+// otherwise it may stay buffered until the next flushing write or Flush.
+// A frame with a part of at least 64 KiB is sent at once, with what is
+// buffered, by one gathering write that does not copy the part.
 func (c *Conn) WriteFrame(flush bool, t FrameType, parts ...[]byte) error {
 	n := 0
+	large := false
 	for _, p := range parts {
 		n += len(p)
+		large = large || len(p) >= largePart
 	}
 	if n > c.maxFrame {
 		return fmt.Errorf("write %s: payload of %d bytes: %w (max %d)", t, n, ErrFrameTooLarge, c.maxFrame)
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.wtimeout > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.wtimeout))
-	}
-	var hdr [FrameHeaderSize]byte
-	hdr[0] = byte(t)
-	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
-	if _, err := c.w.Write(hdr[:]); err != nil {
-		return fmt.Errorf("write %s: %w", t, err)
-	}
-	for _, p := range parts {
-		if _, err := c.w.Write(p); err != nil {
+	c.wbuf = append(c.wbuf, byte(t), 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(c.wbuf[len(c.wbuf)-4:], uint32(n))
+	if large {
+		bufs := make(net.Buffers, 0, 1+len(parts))
+		bufs = append(bufs, c.wbuf)
+		bufs = append(bufs, parts...)
+		c.armWriteLocked()
+		_, err := bufs.WriteTo(c.nc)
+		c.wbuf = c.wbuf[:0]
+		if err != nil {
 			return fmt.Errorf("write %s: %w", t, err)
 		}
+		return nil
 	}
-	if flush {
-		if err := c.w.Flush(); err != nil {
+	for _, p := range parts {
+		c.wbuf = append(c.wbuf, p...)
+	}
+	if flush || len(c.wbuf) >= connBufSize {
+		if err := c.flushLocked(); err != nil {
 			return fmt.Errorf("write %s: %w", t, err)
 		}
 	}
 	return nil
 }
 
+func (c *Conn) armWriteLocked() {
+	if c.wtimeout > 0 {
+		if now := time.Now(); rearm(c.wdl, now, c.wtimeout) {
+			c.wdl = now.Add(c.wtimeout)
+			_ = c.nc.SetWriteDeadline(c.wdl)
+		}
+	}
+}
+
+// flushLocked sends the buffered frames; wmu held. After an error the
+// connection is unusable (what part of the buffer was sent is unknown).
+func (c *Conn) flushLocked() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	c.armWriteLocked()
+	_, err := c.nc.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	return err
+}
+
 // Flush sends buffered frames.
 func (c *Conn) Flush() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.wtimeout > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.wtimeout))
-	}
-	return c.w.Flush()
+	return c.flushLocked()
 }
 
 // SendError tells the peer why the connection is about to close (best
 // effort, bounded by a short deadline).
 func (c *Conn) SendError(code ErrorCode, reason string) {
 	c.wmu.Lock()
-	c.wtimeout = time.Second
+	c.wtimeout, c.wdl = time.Second, time.Time{}
 	c.wmu.Unlock()
 	_ = c.WriteFrame(true, FrameError, ErrorMsg{Code: code, Reason: reason}.Marshal())
 }
