@@ -167,7 +167,7 @@ func (s *Store) Truncate(off int64) error {
 	if s.flushed.Load() > off {
 		s.flushed.Store(off)
 	}
-	s.flushWait.releaseAll() // waiters beyond off learn their record is gone
+	s.flushWait.ReleaseAll() // waiters beyond off learn their record is gone
 	s.truncGen.Add(1)
 	s.dispatched.Store(disp)
 	if seg := s.segmentFor(off); seg != nil {

@@ -45,6 +45,7 @@ import (
 	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
+	"github.com/keelmq/keel/internal/offwait"
 )
 
 // Layout inside Options.Dir.
@@ -99,8 +100,8 @@ type Store struct {
 	dispatchTs atomic.Int64
 
 	committedN  notifier
-	wroteN      notifier      // appends into the write buffer (CommitOnWait)
-	flushWait   offsetWaiters // WaitFlushed callers, by offset
+	wroteN      notifier        // appends into the write buffer (CommitOnWait)
+	flushWait   offwait.Waiters // WaitFlushed callers, by offset
 	dispatchedN notifier
 	confirmN    notifier
 
@@ -574,7 +575,7 @@ func (s *Store) Flush() (int64, error) {
 	}
 	s.flushed.Store(target)
 	s.flushedTs.Store(ts)
-	s.flushWait.release(target)
+	s.flushWait.Release(target)
 	if s.opts.OnFlush != nil {
 		s.opts.OnFlush(time.Since(t0), target-from)
 	}
@@ -590,22 +591,22 @@ func (s *Store) WaitFlushed(ctx context.Context, off int64) error {
 	if s.flushed.Load() >= off {
 		return nil
 	}
-	w := s.flushWait.add(off)
+	w := s.flushWait.Add(off)
 	if s.flushed.Load() >= off { // a flush finished before add
-		s.flushWait.remove(w)
+		s.flushWait.Remove(w)
 		return nil
 	}
 	select {
-	case <-w.ch:
+	case <-w.Done():
 		if s.flushed.Load() >= off {
 			return nil
 		}
 		return fmt.Errorf("wait for flush to %d: the log was truncated below it: %w", off, ErrOffset)
 	case <-ctx.Done():
-		s.flushWait.remove(w)
+		s.flushWait.Remove(w)
 		return ctx.Err()
 	case <-s.stop:
-		s.flushWait.remove(w)
+		s.flushWait.Remove(w)
 		if s.flushed.Load() >= off {
 			return nil
 		}
