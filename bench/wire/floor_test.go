@@ -1,0 +1,120 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/keelmq/keel/bench/peers"
+	"github.com/keelmq/keel/host/remoting"
+)
+
+// startFloorServer starts keel's remoting server (the same reader, writer
+// and write coalescing as keel serve) with a SEND_MESSAGE handler that
+// reads the header fields a broker needs and answers with the response
+// keel sends, without storing anything: the cost of the protocol alone.
+func startFloorServer(tb testing.TB) string {
+	s := remoting.NewServer(remoting.ServerConfig{Logger: slog.New(slog.DiscardHandler)})
+	var off int64
+	s.Handle(remoting.CodeSendMessage, func(req *remoting.Request) *remoting.Command {
+		c := req.Cmd
+		q, err := strconv.Atoi(c.Ext("queueId"))
+		if err != nil || c.Ext("topic") == "" || c.Ext("properties") == "" {
+			return remoting.NewResponse(c, remoting.MessageIllegal, "bad header")
+		}
+		if _, err := strconv.ParseInt(c.Ext("bornTimestamp"), 10, 64); err != nil {
+			return remoting.NewResponse(c, remoting.MessageIllegal, "bad born timestamp")
+		}
+		off += int64(len(c.Body)) + 200
+		resp := remoting.NewResponse(c, remoting.Success, "")
+		resp.SetExt("msgId", fmt.Sprintf("7F00000100002A9F%016X", off))
+		resp.SetExt("queueId", strconv.Itoa(q))
+		resp.SetExt("queueOffset", strconv.FormatInt(off/300, 10))
+		resp.SetExt("MSG_REGION", "DefaultRegion")
+		resp.SetExt("TRACE_ON", "true")
+		return resp
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go s.Serve(l)
+	tb.Cleanup(func() { s.Close() })
+	return l.Addr().String()
+}
+
+// BenchmarkWireFloor compares, in alternating rounds of the same run, the
+// generator against (a) the protocol alone (startFloorServer), (b) a keel
+// node on the default profile and (c) embedded NATS JetStream R1 default,
+// at 64 producers and 128-byte bodies as the wire part of keel bench runs
+// them. The floor bounds what any broker behind keel's remoting server
+// could reach on this machine. Run with -benchtime=1x; KEEL_BENCH_ROUNDS
+// (default 3) rounds of 3 s each.
+func BenchmarkWireFloor(b *testing.B) {
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("KEEL_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	const producers, body = 64, 128
+	dur, warm := 3*time.Second, 500*time.Millisecond
+	path, err := FindProfile("default", profileDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	load := func(addr string) float64 {
+		r, err := Load(ctx, LoadSpec{Addr: addr, Producers: producers, Conns: DefaultConns, Depth: DefaultDepth, BodyBytes: body, Warmup: warm, Duration: dur})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r.MsgsPerSec
+	}
+	systems := []struct {
+		name string
+		run  func(round int) float64
+	}{
+		{"floor", func(int) float64 { return load(startFloorServer(b)) }},
+		{"keel", func(round int) float64 {
+			r, err := Run(ctx, Spec{Node: NodeSpec{Profile: path, Dir: filepath.Join(b.TempDir(), "node"), Queues: DefaultQueues},
+				Load: LoadSpec{Queues: DefaultQueues, Producers: producers, Conns: DefaultConns, Depth: DefaultDepth, BodyBytes: body, Warmup: warm, Duration: dur}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r.MsgsPerSec
+		}},
+		{"nats", func(round int) float64 {
+			r, err := peers.Run(ctx, peers.Spec{System: "nats", Config: NATSConfig, Dir: filepath.Join(b.TempDir(), "nats"), Producers: producers, BodyBytes: body, Warmup: warm, Duration: dur})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r.MsgsPerSec
+		}},
+	}
+	rates := map[string][]float64{}
+	for i := 0; i < b.N; i++ {
+		for r := 0; r < rounds; r++ {
+			for k := range systems {
+				s := systems[(r+k)%len(systems)]
+				rates[s.name] = append(rates[s.name], s.run(r))
+			}
+		}
+	}
+	med := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	for _, s := range systems {
+		b.ReportMetric(med(rates[s.name]), s.name+"-msgs/s")
+	}
+	b.ReportMetric(med(rates["floor"])/med(rates["nats"]), "floor/nats")
+	b.ReportMetric(med(rates["keel"])/med(rates["nats"]), "keel/nats")
+	b.ReportMetric(0, "ns/op")
+}
