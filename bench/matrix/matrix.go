@@ -82,7 +82,7 @@ var (
 	Indexes      = []string{"none", "hash"}
 	Modes        = []string{"builtin", "external"}
 	Crashes      = []string{CrashKill9, CrashPowerCut}
-	NATSConfigs  = []string{"r1-default", "r1-sync", "r3-sync"}
+	NATSConfigs  = []string{"r1-default", "r1-default-tcp", "r1-sync", "r3-sync"}
 	RedisConfigs = []string{"always", "everysec", "always-wait", "everysec-wait"}
 )
 
@@ -288,7 +288,8 @@ type WireConfig struct {
 	Repeats  int      `toml:"repeats"`
 }
 
-// WithNATS reports whether NATS JetStream r1-default runs alongside.
+// WithNATS reports whether NATS JetStream r1-default runs alongside (its
+// clients in-process, and again over TCP).
 func (w WireConfig) WithNATS() bool { return w.NATS == nil || *w.NATS }
 
 // Cell is one combination of the matrix.
@@ -662,7 +663,7 @@ func (c *Config) WireRuns() int {
 	}
 	systems := len(w.Profiles)
 	if w.WithNATS() {
-		systems++
+		systems += 2 // in-process and over TCP
 	}
 	return systems * len(w.Producers) * len(w.BodyBytes) * w.Repeats
 }

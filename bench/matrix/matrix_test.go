@@ -187,8 +187,8 @@ producers = [1, 64]
 		w.Duration.D() != 3*time.Second || w.Repeats != 3 || !w.WithNATS() {
 		t.Fatalf("defaults: %+v", w)
 	}
-	if got := c.WireRuns(); got != 3*2*1*3 {
-		t.Fatalf("WireRuns = %d, want 18", got)
+	if got := c.WireRuns(); got != 4*2*1*3 {
+		t.Fatalf("WireRuns = %d, want 24 (2 profiles + NATS in-process + NATS over TCP, 2 producer counts, 3 repeats)", got)
 	}
 	if q := c.Quick(); q.Wire.Duration.D() != time.Second || q.Wire.Repeats != 3 {
 		t.Fatalf("quick: %+v", q.Wire)

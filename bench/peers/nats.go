@@ -27,7 +27,7 @@ func freePort() (int, error) {
 func natsServers(s Spec) ([]*server.Server, error) {
 	n, sync := 1, false
 	switch s.Config {
-	case "r1-default":
+	case "r1-default", "r1-default-tcp":
 	case "r1-sync":
 		sync = true
 	case "r3-sync":
@@ -49,7 +49,7 @@ func natsServers(s Spec) ([]*server.Server, error) {
 	}
 	var srvs []*server.Server
 	for i := 0; i < n; i++ {
-		o := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1, DontListen: n == 1,
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1, DontListen: n == 1 && !overTCP(s.Config),
 			JetStream: true, StoreDir: filepath.Join(s.Dir, fmt.Sprintf("n%d", i)), NoLog: true, NoSigs: true,
 			SyncAlways: sync, JetStreamMaxMemory: 256 << 20, JetStreamMaxStore: 16 << 30}
 		if n > 1 {
@@ -72,6 +72,10 @@ func natsServers(s Spec) ([]*server.Server, error) {
 	}
 	return srvs, nil
 }
+
+// overTCP: the clients connect over TCP on 127.0.0.1 instead of in
+// process (net.Pipe), as keel's load generator connects to keel.
+func overTCP(config string) bool { return strings.HasSuffix(config, "-tcp") }
 
 func shutdown(srvs []*server.Server) {
 	for _, s := range srvs {
@@ -102,7 +106,12 @@ func runNATS(ctx context.Context, s Spec) (*Result, error) {
 		}
 	}()
 	for i := 0; i < conns; i++ {
-		nc, err := nats.Connect("", nats.InProcessServer(srvs[i%len(srvs)]))
+		srv := srvs[i%len(srvs)]
+		url, opts := "", []nats.Option{nats.InProcessServer(srv)}
+		if overTCP(s.Config) {
+			url, opts = srv.ClientURL(), nil
+		}
+		nc, err := nats.Connect(url, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("connect to nats: %w", err)
 		}
@@ -138,6 +147,10 @@ func runNATS(ctx context.Context, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Note = fmt.Sprintf("nats-server v2.15.2 embedded, file storage, R%d, sync_always=%v, %d client conns in-process", replicas, s.Config != "r1-default", conns)
+	how := "in-process"
+	if overTCP(s.Config) {
+		how = "over TCP on 127.0.0.1"
+	}
+	res.Note = fmt.Sprintf("nats-server v2.15.2 embedded, file storage, R%d, sync_always=%v, %d client conns %s", replicas, strings.Contains(s.Config, "sync"), conns, how)
 	return res, nil
 }

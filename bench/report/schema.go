@@ -216,10 +216,15 @@ type Wire struct {
 	// NATSMsgsPerSec and RatioToNATS (keel rows): the median msgs/s of
 	// the nats-jetstream row with the same producers and body size, and
 	// MsgsPerSec divided by it; 0 when NATS did not run.
-	NATSMsgsPerSec float64    `json:"nats_msgs_per_sec,omitempty"`
-	RatioToNATS    float64    `json:"ratio_to_nats,omitempty"`
-	Runs           []Run      `json:"runs,omitempty"`
-	CDF            []CDFPoint `json:"cdf,omitempty"`
+	NATSMsgsPerSec float64 `json:"nats_msgs_per_sec,omitempty"`
+	RatioToNATS    float64 `json:"ratio_to_nats,omitempty"`
+	// NATSTCPMsgsPerSec and RatioToNATSTCP: the same against the
+	// r1-default-tcp row (NATS clients over TCP loopback, like keel's
+	// generator); added within schema version 1.
+	NATSTCPMsgsPerSec float64    `json:"nats_tcp_msgs_per_sec,omitempty"`
+	RatioToNATSTCP    float64    `json:"ratio_to_nats_tcp,omitempty"`
+	Runs              []Run      `json:"runs,omitempty"`
+	CDF               []CDFPoint `json:"cdf,omitempty"`
 }
 
 // Key identifies the row: "keel/sync-flush/128B/p64".

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strings"
 	"context"
 	"path/filepath"
 	"testing"
@@ -104,7 +105,8 @@ func TestFindProfile(t *testing.T) {
 }
 
 // TestRunPart runs the wire part on a tiny config: keel beside NATS
-// JetStream r1-default, and a profile that does not exist.
+// JetStream r1-default (in-process and over TCP), and a profile that does
+// not exist.
 func TestRunPart(t *testing.T) {
 	yes := true
 	w := matrix.WireConfig{Profiles: []string{"default", "no-such-profile"}, Producers: []int{4}, Connections: 2, Depth: 4,
@@ -112,18 +114,25 @@ func TestRunPart(t *testing.T) {
 	steps, skips := 0, 0
 	rows := RunPart(context.Background(), w, PartOptions{Scratch: t.TempDir(), Warmup: 10 * time.Millisecond, Queues: 2,
 		ProfileDirs: []string{profileDir}, Step: func(string) { steps++ }, Skip: func(n int) { skips += n }})
-	if len(rows) != 3 {
+	if len(rows) != 4 {
 		t.Fatalf("rows: %+v", rows)
 	}
-	keel, missing, nats := rows[0], rows[1], rows[2]
+	keel, missing, nats, natsTCP := rows[0], rows[1], rows[2], rows[3]
 	if keel.Name != "keel" || keel.Status != "ok" || len(keel.Runs) != 2 || keel.Statuses[StatusOK] == 0 || keel.P99us <= 0 {
 		t.Errorf("keel row: %+v", keel)
 	}
 	if nats.Name != "nats-jetstream" || nats.Profile != NATSConfig || nats.Status != "ok" || nats.MsgsPerSec <= 0 {
 		t.Errorf("nats row: %+v", nats)
 	}
+	if natsTCP.Name != "nats-jetstream" || natsTCP.Profile != NATSTCPConfig || natsTCP.Status != "ok" || natsTCP.MsgsPerSec <= 0 ||
+		!strings.Contains(natsTCP.Note, "over TCP") || strings.Contains(nats.Note, "over TCP") {
+		t.Errorf("nats over TCP row: %+v", natsTCP)
+	}
 	if keel.NATSMsgsPerSec != nats.MsgsPerSec || keel.RatioToNATS != keel.MsgsPerSec/nats.MsgsPerSec {
 		t.Errorf("ratio: keel %v, nats %v, ratio %v", keel.MsgsPerSec, keel.NATSMsgsPerSec, keel.RatioToNATS)
+	}
+	if keel.NATSTCPMsgsPerSec != natsTCP.MsgsPerSec || keel.RatioToNATSTCP != keel.MsgsPerSec/natsTCP.MsgsPerSec {
+		t.Errorf("ratio over TCP: keel %v, nats %v, ratio %v", keel.MsgsPerSec, keel.NATSTCPMsgsPerSec, keel.RatioToNATSTCP)
 	}
 	if missing.Status != "error" || missing.RatioToNATS != 0 {
 		t.Errorf("missing profile row: %+v", missing)

@@ -20,6 +20,10 @@ import (
 // per message, fsync every 2 minutes).
 const NATSConfig = "r1-default"
 
+// NATSTCPConfig is the same NATS configuration with its clients connected
+// over TCP on 127.0.0.1, as the generator connects to keel.
+const NATSTCPConfig = "r1-default-tcp"
+
 // PartOptions are what RunPart needs from the surrounding `keel bench`
 // run.
 type PartOptions struct {
@@ -51,10 +55,11 @@ func Runs(w matrix.WireConfig) int {
 // count and body size, Repeats rounds in which each profile runs once on
 // a fresh in-process node (Run) and, when w.WithNATS(), NATS JetStream
 // r1-default runs once through bench/peers with the same producers, body
-// size, warmup and duration; the order of the systems rotates from one
+// size, warmup and duration, with its clients in-process and again over
+// TCP (NATSTCPConfig); the order of the systems rotates from one
 // round to the next. It returns one row per system, producer count and
 // body size: medians of the runs, latency over all runs, and for keel
-// rows the ratio to NATS. A system whose run fails is reported with
+// rows the ratios to both NATS rows. A system whose run fails is reported with
 // status "error" and is not run again for that producer count and body
 // size. RunPart returns early, with what it has, when ctx ends.
 func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.Wire {
@@ -87,7 +92,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 		systems = append(systems, system{profile: p, path: path, err: err})
 	}
 	if w.WithNATS() {
-		systems = append(systems, system{nats: true, profile: NATSConfig})
+		systems = append(systems, system{nats: true, profile: NATSConfig}, system{nats: true, profile: NATSTCPConfig})
 	}
 	n := 0
 	for _, producers := range w.Producers {
@@ -131,7 +136,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 					)
 					if s.nats {
 						var r *peers.Result
-						r, err = peers.Run(ctx, peers.Spec{System: "nats", Config: NATSConfig, Dir: dir, Producers: producers, BodyBytes: body,
+						r, err = peers.Run(ctx, peers.Spec{System: "nats", Config: s.profile, Dir: dir, Producers: producers, BodyBytes: body,
 							Warmup: o.Warmup, Duration: w.Duration.D()})
 						if err == nil {
 							mps, lat, errs, note = r.MsgsPerSec, &r.Latency, r.Errors, r.Note
@@ -179,7 +184,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 					a.row.Runs = append(a.row.Runs, report.Run{MsgsPerSec: mps, P99us: us(lat.Quantile(0.99))})
 				}
 			}
-			var natsMPS float64
+			var natsMPS, natsTCPMPS float64
 			for i, a := range accs {
 				if a.row.Status == "" {
 					a.row.Status = "ok"
@@ -187,8 +192,11 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 					a.row.MsgsPerSec, a.row.MsgsPerSecMin, a.row.MsgsPerSecMax = st.Median, st.Min, st.Max
 					a.row.P50us, a.row.P99us, a.row.P999us = us(a.lat.Quantile(0.5)), us(a.lat.Quantile(0.99)), us(a.lat.Quantile(0.999))
 					a.row.CDF = thin(&a.lat)
-					if systems[i].nats {
+					switch {
+					case systems[i].nats && systems[i].profile == NATSConfig:
 						natsMPS = a.row.MsgsPerSec
+					case systems[i].nats:
+						natsTCPMPS = a.row.MsgsPerSec
 					}
 				}
 			}
@@ -196,6 +204,10 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 				if !systems[i].nats && a.row.Status == "ok" && natsMPS > 0 {
 					a.row.NATSMsgsPerSec = natsMPS
 					a.row.RatioToNATS = a.row.MsgsPerSec / natsMPS
+				}
+				if !systems[i].nats && a.row.Status == "ok" && natsTCPMPS > 0 {
+					a.row.NATSTCPMsgsPerSec = natsTCPMPS
+					a.row.RatioToNATSTCP = a.row.MsgsPerSec / natsTCPMPS
 				}
 				out = append(out, a.row)
 			}
