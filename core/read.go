@@ -75,21 +75,38 @@ func (s *Store) storeTimestampAt(off int64, size int32) (int64, error) {
 // returned whole (its 8-byte header and the zero padding up to the segment
 // end), so a receiver appending the bytes at the same offset rolls to the
 // next segment exactly as the sender did. It returns nil when from is the
-// committed offset. Replication streams with it.
+// committed offset. Replication streams with it. The result is a fresh
+// copy; ReadLogInto reuses a caller's buffer instead.
 func (s *Store) ReadLog(from int64, maxBytes int) ([]byte, error) {
+	out, err := s.ReadLogInto(from, maxBytes, nil)
+	if len(out) == 0 {
+		return nil, err
+	}
+	return out, err
+}
+
+// ReadLogInto is ReadLog into dst: it copies the same bytes ReadLog would
+// return into dst[:0], growing it only when its capacity is too small,
+// and returns the filled slice (empty when from is the committed offset).
+// The caller owns the result and may reuse it (as the next call's dst)
+// once it no longer needs the bytes: a stream reading frame after frame
+// allocates nothing in steady state. On error the returned slice is
+// dst[:0].
+func (s *Store) ReadLogInto(from int64, maxBytes int, dst []byte) ([]byte, error) {
+	dst = dst[:0]
 	committed := s.committed.Load()
 	if from == committed {
-		return nil, nil
+		return dst, nil
 	}
 	if from < s.minOffset.Load() || from > committed {
-		return nil, fmt.Errorf("read log at %d (log is [%d,%d)): %w", from, s.minOffset.Load(), committed, ErrOffset)
+		return dst, fmt.Errorf("read log at %d (log is [%d,%d)): %w", from, s.minOffset.Load(), committed, ErrOffset)
 	}
 	seg := s.segmentFor(from)
 	if seg == nil {
-		return nil, fmt.Errorf("read log at %d: no segment: %w", from, ErrOffset)
+		return dst, fmt.Errorf("read log at %d: no segment: %w", from, ErrOffset)
 	}
 	end := min(committed, seg.start+s.opts.SegmentSize)
-	var out []byte
+	out := dst
 	err := seg.view(from-seg.start, end-from, func(b []byte) error {
 		n := 0
 		for n < len(b) {
@@ -105,10 +122,13 @@ func (s *Store) ReadLog(from int64, maxBytes int) ([]byte, error) {
 				break
 			}
 		}
-		out = append([]byte(nil), b[:n]...)
+		out = append(dst, b[:n]...)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
 }
 
 // GetStatus is the outcome of GetMessages, mirroring RocketMQ's

@@ -63,6 +63,8 @@ type tnode struct {
 	repl    *Node
 	visible bool
 	clock   atomic.Int64
+	// wrap, if set, wraps the host the replicator is started with.
+	wrap func(sdk.Host) sdk.Host
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -120,7 +122,11 @@ func (n *tnode) start(role, peer string, o Options) *Node {
 	r.log = testLogger(n.t).With("node", n.name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := r.Start(ctx, n.host); err != nil {
+	var h sdk.Host = n.host
+	if n.wrap != nil {
+		h = n.wrap(h)
+	}
+	if err := r.Start(ctx, h); err != nil {
 		n.t.Fatalf("%s: start: %v", n.name, err)
 	}
 	n.repl = r

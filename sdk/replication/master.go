@@ -608,6 +608,7 @@ func (m *master) epochAt(off int64) (sdk.Epoch, int64) {
 // anything once HeartbeatInterval has passed since the last write.
 func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 	c := p.conn
+	rd := newLogReader(m.host)
 	next := from
 	lastWrite := time.Now()
 	var lastMeta time.Time
@@ -688,7 +689,7 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 			}
 			continue
 		}
-		data, err := m.host.ReadLog(ctx, next, m.opts.BatchSize)
+		data, err := rd.read(ctx, next, m.opts.BatchSize)
 		if err != nil {
 			if errors.Is(err, sdk.ErrOffset) {
 				c.SendError(CodeRefused, fmt.Sprintf("offset %d is no longer on this master (retention): reconnect", next))

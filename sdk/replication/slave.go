@@ -251,8 +251,9 @@ func (a *applier) servePull(p Pull) error {
 		return fmt.Errorf("master pulled [%d,%d) beyond this log's end %d", p.From, p.To, a.end)
 	}
 	a.log.Warn("HA: the master is behind this replica: sending it our log", "from", p.From, "to", p.To)
+	rd := newLogReader(s.host)
 	for off := p.From; off < p.To; {
-		data, err := s.host.ReadLog(s.ctx, off, s.opts.BatchSize)
+		data, err := rd.read(s.ctx, off, s.opts.BatchSize)
 		if err != nil {
 			a.c.SendError(CodeInternal, err.Error())
 			return fmt.Errorf("read log for the master at %d: %w", off, err)

@@ -90,6 +90,14 @@ func (h *Host) ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, e
 	return b, mapErr(err)
 }
 
+// ReadLogInto is ReadLog into buf (replication.LogIntoReader): the bytes
+// are copied into buf[:0], which grows only when its capacity is too
+// small, so a stream reusing its buffer allocates nothing per batch.
+func (h *Host) ReadLogInto(ctx context.Context, from int64, maxBytes int, buf []byte) ([]byte, error) {
+	b, err := h.store.ReadLogInto(from, maxBytes, buf)
+	return b, mapErr(err)
+}
+
 // AppendLog implements sdk.Host.
 func (h *Host) AppendLog(ctx context.Context, offset int64, data []byte) error {
 	return mapErr(h.store.AppendRaw(offset, data))
