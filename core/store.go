@@ -307,9 +307,12 @@ func (s *Store) Append(m *record.Message) (AppendResult, error) {
 
 // AppendBatch stores msgs contiguously in one segment and appends their
 // results to dst. Either all are stored or none (errors: ErrMessage with the
-// record package's reason, ErrDiskFull, ErrReadOnly, ErrClosed). On return
-// the records are committed (readable, replicable) but not necessarily
-// flushed: wait with WaitFlushed when the policy needs durability.
+// record package's reason, ErrDiskFull, ErrReadOnly, ErrClosed; with a
+// write buffer also ErrMessage for a batch over half of it). On return the
+// records are committed (readable, replicable) but not necessarily
+// flushed: wait with WaitFlushed when the policy needs durability. With a
+// write buffer they are only written: Commit, or under CommitOnWait a
+// WaitCommitted, commits them.
 func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]AppendResult, error) {
 	if len(msgs) == 0 {
 		return dst, nil
