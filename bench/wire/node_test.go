@@ -1,9 +1,9 @@
 package wire
 
 import (
-	"strings"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
