@@ -617,6 +617,17 @@ func (s *Store) WaitFlushed(ctx context.Context, off int64) error {
 	}
 }
 
+// OnFlushed calls fn(true) once the flushed offset reaches off, or
+// fn(false) if timeout passes first, the log is truncated below off, or
+// the store closes without flushing it. fn runs exactly once: at once on
+// the caller's goroutine when off is already flushed, otherwise on the
+// flushing (or timer) goroutine, so it must be quick and must not block.
+// It is WaitFlushed without a goroutine parked per waiter; the host sends
+// sync-flush acknowledgements with it.
+func (s *Store) OnFlushed(off int64, timeout time.Duration, fn func(ok bool)) {
+	s.flushWait.Notify(off, timeout, func() bool { return s.flushed.Load() >= off }, fn)
+}
+
 // WaitCommitted blocks until the committed offset exceeds after, and
 // returns it. Flush strategies and replicators use it to learn of new data.
 //
@@ -775,6 +786,7 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	s.flushWait.ReleaseAll() // OnFlushed callbacks beyond the last flush learn it will not come
 	// Dispatch whatever is visible so queues are complete.
 	for {
 		n, err := s.dispatchOnce()

@@ -158,6 +158,50 @@ func (b backend) AckNow(end int64) (remoting.AckStatus, bool) {
 	return st, true
 }
 
+// AckAsync implements remoting.Backend: the flush wait and then the
+// replication wait run as store and host callbacks (OnFlushed,
+// OnReplicated), so a sync acknowledgement costs no goroutine; done runs
+// on the flusher's or the replicator's goroutine, or a timer's.
+func (b backend) AckAsync(end int64, done func(remoting.AckStatus)) bool {
+	start := time.Now()
+	fp, rp := b.n.flushPolicy, b.n.replicationPolicy()
+	finish := func(st remoting.AckStatus) {
+		b.n.metrics.ackLatency.UpdateDuration(start)
+		b.n.metrics.ackStatus(st).Inc()
+		done(st)
+	}
+	if rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas {
+		finish(remoting.AckSlaveNotAvailable)
+		return true
+	}
+	replicated := func() {
+		if rp.WaitReplicas == 0 {
+			finish(remoting.AckOK)
+			return
+		}
+		left := rp.Timeout - time.Since(start)
+		b.n.host.OnReplicated(end, max(left, 0), func(ok bool) {
+			if ok {
+				finish(remoting.AckOK)
+			} else {
+				finish(remoting.AckFlushSlaveTimeout)
+			}
+		})
+	}
+	if !fp.WaitFlush {
+		replicated()
+		return true
+	}
+	b.store().OnFlushed(end, fp.Timeout, func(ok bool) {
+		if !ok {
+			finish(remoting.AckFlushDiskTimeout)
+			return
+		}
+		replicated()
+	})
+	return true
+}
+
 // GetMessages implements remoting.Backend.
 func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
 	g, err := b.store().GetMessages(topic, queueID, offset, maxCount, maxBytes, filter)

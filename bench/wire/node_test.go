@@ -47,7 +47,15 @@ func TestEndToEnd(t *testing.T) {
 				t.Fatalf("statuses %v, errors %d (%s), unmatched %d", r.Statuses, r.Errors, r.FirstError, r.Unmatched)
 			}
 			// Every stored message, warmup and priming included, is in a
-			// queue of the topic.
+			// queue of the topic once dispatch caught up (acks under async
+			// flush do not wait for it).
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			for p := n.Store().Positions(); p.Dispatched < p.Committed; p = n.Store().Positions() {
+				if _, err := n.Store().WaitDispatched(dctx, p.Dispatched); err != nil {
+					t.Fatalf("dispatch stuck at %+v: %v", p, err)
+				}
+			}
+			cancel()
 			var inQueues int64
 			for q := int32(0); q < 4; q++ {
 				inQueues += n.Store().MaxQueueOffset(DefaultTopic, q)

@@ -235,6 +235,15 @@ type Backend interface {
 	// goroutine when it can, which lets pipelined answers share a write.
 	AckNow(end int64) (AckStatus, bool)
 
+	// AckAsync is AwaitAck without a waiting goroutine: it arranges for
+	// done to be called exactly once with the status AwaitAck would
+	// return (without a ctx: the policy's own timeouts apply), possibly
+	// at once on the caller's goroutine, otherwise on whatever goroutine
+	// confirms or times out the wait, so done must be quick and must not
+	// block. It returns false, without calling done, when the backend
+	// cannot; the caller then uses AwaitAck.
+	AckAsync(end int64, done func(AckStatus)) bool
+
 	// GetMessages reads up to maxCount records (and, beyond the first,
 	// at most maxBytes bytes) of topic/queueID starting at queue offset
 	// offset, skipping entries whose consume-queue tags code filter

@@ -428,6 +428,12 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 	if st, ok := b.be.AckNow(end); ok {
 		return withAckStatus(resp, st)
 	}
+	if reply, ok := req.Async(); ok {
+		if b.be.AckAsync(end, func(st AckStatus) { reply(withAckStatus(resp, st)) }) {
+			return nil
+		}
+		reply(nil) // frees the slot; AwaitAck below
+	}
 	req.Go(func(ctx context.Context) *Command {
 		return withAckStatus(resp, b.be.AwaitAck(ctx, end))
 	})

@@ -25,6 +25,7 @@ type fakeBackend struct {
 	appendErr error     // returned by Append when set
 	ackStatus AckStatus // returned by AwaitAck
 	ackGate   chan struct{}
+	asyncAck  bool // AckAsync answers (else it declines and AwaitAck runs)
 	indexOff  bool
 	appends   int
 }
@@ -124,6 +125,26 @@ func (f *fakeBackend) AckNow(end int64) (AckStatus, bool) {
 		return 0, false
 	}
 	return f.ackStatus, true
+}
+
+// AckAsync answers through AwaitAck's goroutine path unless the test set
+// asyncAck.
+func (f *fakeBackend) AckAsync(end int64, done func(AckStatus)) bool {
+	f.mu.Lock()
+	gate, st, on := f.ackGate, f.ackStatus, f.asyncAck
+	f.mu.Unlock()
+	if !on {
+		return false
+	}
+	if gate == nil {
+		done(st)
+		return true
+	}
+	go func() {
+		<-gate
+		done(st)
+	}()
+	return true
 }
 
 func (f *fakeBackend) bounds(k string) (lo, hi int64) {

@@ -520,6 +520,12 @@ func (r *Request) Reply(resp *Command) {
 	if resp == nil || r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
 		return
 	}
+	r.prepare(resp)
+	_ = r.Conn.enqueue(resp)
+}
+
+// prepare makes resp the answer to r.
+func (r *Request) prepare(resp *Command) {
 	resp.Opaque = r.Cmd.Opaque
 	resp.Flag |= FlagResponse
 	resp.SerializeType = r.Cmd.SerializeType
@@ -529,7 +535,36 @@ func (r *Request) Reply(resp *Command) {
 	if resp.Version == 0 {
 		resp.Version = ServerVersion
 	}
-	_ = r.Conn.enqueue(resp)
+}
+
+// Async lets a handler answer later without a goroutine of its own. It
+// takes one of the connection's MaxInflight slots, waiting for one like
+// Go does, and returns the function that answers (Reply semantics; nil
+// sends nothing) and frees the slot; ok is false, and nothing was taken,
+// when the connection closed meanwhile. The returned function must be
+// called exactly once, from any goroutine; it never blocks (when the
+// connection's write queue is full, the answer is queued from a new
+// goroutine), so callers may call it from a flusher's or a replicator's
+// release path.
+func (r *Request) Async() (reply func(*Command), ok bool) {
+	c := r.Conn
+	select {
+	case c.sem <- struct{}{}:
+	case <-c.ctx.Done():
+		return nil, false
+	}
+	return func(resp *Command) {
+		defer func() { <-c.sem }()
+		if resp == nil || r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+			return
+		}
+		r.prepare(resp)
+		select {
+		case c.out <- resp:
+		default:
+			go func() { _ = c.enqueue(resp) }()
+		}
+	}, true
 }
 
 // Go runs f on a new goroutine and replies with its result (Reply

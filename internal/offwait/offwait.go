@@ -10,6 +10,8 @@ package offwait
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Waiters is a set of waiters. The zero value is empty and ready; all
@@ -19,10 +21,12 @@ type Waiters struct {
 	h  waiterHeap
 }
 
-// Waiter is one registered wait. Done is closed when it is released.
+// Waiter is one registered wait: Done is closed when it is released, or,
+// for a waiter added with AddFunc, its function is called.
 type Waiter struct {
 	Off int64
 	ch  chan struct{}
+	fn  func()
 	idx int // position in the heap, -1 once released or removed
 }
 
@@ -62,32 +66,100 @@ func (ws *Waiters) Add(off int64) *Waiter {
 	return w
 }
 
-// Remove unregisters w if it is still waiting; it is a no-op otherwise.
-func (ws *Waiters) Remove(w *Waiter) {
+// AddFunc registers fn to be called, once, when a Release reaches off
+// or a ReleaseAll runs: on the releasing goroutine, after Waiters' lock is
+// released, so fn must be quick and must not block. Done is nil for such a
+// waiter. As with Add, the caller re-checks the offset after AddFunc.
+func (ws *Waiters) AddFunc(off int64, fn func()) *Waiter {
+	w := &Waiter{Off: off, fn: fn}
 	ws.mu.Lock()
-	if w.idx >= 0 {
-		heap.Remove(&ws.h, w.idx)
-	}
+	heap.Push(&ws.h, w)
 	ws.mu.Unlock()
+	return w
+}
+
+// Remove unregisters w if it is still waiting and reports whether it was:
+// true means w was neither released nor removed before, so nobody else
+// will close its channel or call its function.
+func (ws *Waiters) Remove(w *Waiter) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.idx < 0 {
+		return false
+	}
+	heap.Remove(&ws.h, w.idx)
+	return true
 }
 
 // Release wakes every waiter whose offset is <= reached.
 func (ws *Waiters) Release(reached int64) {
+	var fns []func()
 	ws.mu.Lock()
 	for len(ws.h) > 0 && ws.h[0].Off <= reached {
-		close(heap.Pop(&ws.h).(*Waiter).ch)
+		fns = wake(heap.Pop(&ws.h).(*Waiter), fns)
 	}
 	ws.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 // ReleaseAll wakes every waiter (shutdown, or the offset moved backwards);
 // each must check the offset itself.
 func (ws *Waiters) ReleaseAll() {
+	var fns []func()
 	ws.mu.Lock()
 	for len(ws.h) > 0 {
-		close(heap.Pop(&ws.h).(*Waiter).ch)
+		fns = wake(heap.Pop(&ws.h).(*Waiter), fns)
 	}
 	ws.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+func wake(w *Waiter, fns []func()) []func() {
+	if w.fn != nil {
+		return append(fns, w.fn)
+	}
+	close(w.ch)
+	return fns
+}
+
+// Notify calls fn exactly once: fn(true) once reached() holds (at once,
+// on the caller's goroutine, if it already does; otherwise on the
+// goroutine of the Release that reaches off), or fn(false) after timeout,
+// or at a ReleaseAll with reached() still false. reached reports whether
+// the offset has reached off; Release's callers make it true before they
+// release. No goroutine waits meanwhile: it is how an acknowledgement is
+// sent without a goroutine per message.
+func (ws *Waiters) Notify(off int64, timeout time.Duration, reached func() bool, fn func(ok bool)) {
+	if reached() {
+		fn(true)
+		return
+	}
+	var fired atomic.Bool // the waiter was released
+	var timer atomic.Pointer[time.Timer]
+	w := ws.AddFunc(off, func() {
+		fired.Store(true)
+		if t := timer.Load(); t != nil {
+			t.Stop()
+		}
+		fn(reached())
+	})
+	t := time.AfterFunc(timeout, func() {
+		if ws.Remove(w) {
+			fn(false)
+		}
+	})
+	timer.Store(t)
+	if fired.Load() {
+		t.Stop() // released before the timer was stored
+	}
+	if reached() && ws.Remove(w) {
+		t.Stop()
+		fn(true)
+	}
 }
 
 // Len is the number of registered waiters.

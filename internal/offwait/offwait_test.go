@@ -2,7 +2,9 @@ package offwait
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func closed(w *Waiter) bool {
@@ -65,5 +67,111 @@ func TestConcurrent(t *testing.T) {
 	ws.Release(1 << 40)
 	if n := ws.Len(); n != 0 {
 		t.Fatalf("%d waiters left after releasing everything", n)
+	}
+}
+
+// counter records the calls of a Notify callback.
+type counter struct {
+	calls atomic.Int32
+	ok    atomic.Bool
+	done  chan struct{}
+}
+
+func newCounter() *counter { return &counter{done: make(chan struct{}, 10)} }
+
+func (c *counter) fn(ok bool) {
+	c.calls.Add(1)
+	c.ok.Store(ok)
+	c.done <- struct{}{}
+}
+
+func TestNotify(t *testing.T) {
+	var ws Waiters
+	var pos atomic.Int64
+	reached := func(off int64) func() bool { return func() bool { return pos.Load() >= off } }
+
+	// Already reached: called at once.
+	pos.Store(10)
+	c := newCounter()
+	ws.Notify(5, time.Hour, reached(5), c.fn)
+	if c.calls.Load() != 1 || !c.ok.Load() {
+		t.Fatalf("reached offset: %d calls, ok=%v", c.calls.Load(), c.ok.Load())
+	}
+
+	// Released by a Release that reaches it, once; the timer does not
+	// call it again.
+	c = newCounter()
+	ws.Notify(20, 50*time.Millisecond, reached(20), c.fn)
+	if c.calls.Load() != 0 {
+		t.Fatal("called before the offset was reached")
+	}
+	pos.Store(20)
+	ws.Release(20)
+	<-c.done
+	time.Sleep(100 * time.Millisecond)
+	if c.calls.Load() != 1 || !c.ok.Load() {
+		t.Fatalf("released: %d calls, ok=%v", c.calls.Load(), c.ok.Load())
+	}
+
+	// Timed out: fn(false) once, and a later Release does not call it.
+	c = newCounter()
+	ws.Notify(30, 10*time.Millisecond, reached(30), c.fn)
+	<-c.done
+	pos.Store(30)
+	ws.Release(30)
+	if c.calls.Load() != 1 || c.ok.Load() {
+		t.Fatalf("timed out: %d calls, ok=%v", c.calls.Load(), c.ok.Load())
+	}
+
+	// ReleaseAll with the offset not reached: fn(false).
+	c = newCounter()
+	ws.Notify(40, time.Hour, reached(40), c.fn)
+	ws.ReleaseAll()
+	<-c.done
+	if c.calls.Load() != 1 || c.ok.Load() {
+		t.Fatalf("ReleaseAll: %d calls, ok=%v", c.calls.Load(), c.ok.Load())
+	}
+	if n := ws.Len(); n != 0 {
+		t.Fatalf("%d waiters left", n)
+	}
+}
+
+// TestNotifyExactlyOnce races releases against timeouts: every callback
+// runs exactly once, with ok true exactly when the offset was reached
+// before the timer fired.
+func TestNotifyExactlyOnce(t *testing.T) {
+	var ws Waiters
+	var pos atomic.Int64
+	const n = 2000
+	calls := make([]atomic.Int32, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		off := int64(i + 1)
+		go ws.Notify(off, time.Duration(i%7)*100*time.Microsecond, func() bool { return pos.Load() >= off }, func(ok bool) {
+			calls[i].Add(1)
+			if ok && pos.Load() < off {
+				t.Errorf("waiter %d told ok below its offset", off)
+			}
+			wg.Done()
+		})
+	}
+	for p := int64(0); p <= n; p += 7 {
+		pos.Store(p)
+		ws.Release(p)
+	}
+	pos.Store(n)
+	ws.Release(n)
+	wg.Wait()
+	for i := range calls {
+		if c := calls[i].Load(); c != 1 {
+			t.Fatalf("waiter %d called %d times", i+1, c)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	for i := range calls {
+		if c := calls[i].Load(); c != 1 {
+			t.Fatalf("waiter %d called %d times after the timers", i+1, c)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/epoch"
@@ -230,6 +231,15 @@ func (h *Host) WaitReplicated(ctx context.Context, off int64) error {
 		h.replWait.Remove(w)
 		return ctx.Err()
 	}
+}
+
+// OnReplicated calls fn(true) once the acknowledged offset reaches off, or
+// fn(false) after timeout. fn runs exactly once, at once on the caller's
+// goroutine when off is already acknowledged, otherwise on the goroutine
+// that reports replication (or a timer's), so it must be quick and must
+// not block. It is WaitReplicated without a goroutine per waiter.
+func (h *Host) OnReplicated(off int64, timeout time.Duration, fn func(ok bool)) {
+	h.replWait.Notify(off, timeout, func() bool { return h.acked.Load() >= off }, fn)
 }
 
 // InSync is the number of in-sync replicas last reported.
