@@ -179,3 +179,48 @@ func TestCommitOnWaitNeedsBuffer(t *testing.T) {
 		t.Fatal("CommitOnWait without a write buffer opened")
 	}
 }
+
+// TestOnFlushed: the callback runs once with true after the flush that
+// covers the offset (inline when already flushed), with false after its
+// timeout, and with false at Close for what was never flushed.
+func TestOnFlushed(t *testing.T) {
+	fs := vfs.NewCrashFS(23)
+	s := mustOpen(t, testOptions(fs, "/of"))
+	r, err := s.Append(msg("T", 0, "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan bool, 4)
+	s.OnFlushed(r.End(), time.Hour, func(ok bool) { got <- ok })
+	select {
+	case ok := <-got:
+		t.Fatalf("called (%v) before a flush", ok)
+	default:
+	}
+	if _, err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if ok := <-got; !ok {
+		t.Fatal("flush covered the offset, callback got false")
+	}
+	s.OnFlushed(r.End(), time.Hour, func(ok bool) { got <- ok })
+	if ok := <-got; !ok {
+		t.Fatal("already flushed: want an immediate true")
+	}
+	r2, _ := s.Append(msg("T", 0, "two"))
+	s.OnFlushed(r2.End(), 5*time.Millisecond, func(ok bool) { got <- ok })
+	if ok := <-got; ok {
+		t.Fatal("timeout: callback got true")
+	}
+	r3, _ := s.Append(msg("T", 0, "three"))
+	s.OnFlushed(r3.End()+1, time.Hour, func(ok bool) { got <- ok }) // past the end: never flushed
+	s.Close()
+	if ok := <-got; ok {
+		t.Fatal("close: callback for an offset never flushed got true")
+	}
+	select {
+	case ok := <-got:
+		t.Fatalf("a callback ran twice (%v)", ok)
+	case <-time.After(20 * time.Millisecond):
+	}
+}

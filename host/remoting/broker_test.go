@@ -209,18 +209,23 @@ func TestSendTopicNotExistWithoutAutoCreate(t *testing.T) {
 func TestSendStatusMapping(t *testing.T) {
 	e := newBrokerEnv(t, BrokerConfig{AutoCreateTopics: true})
 	c := dialTest(t, e.addr)
-	for _, tc := range []struct {
-		ack  AckStatus
-		code int16
-	}{{AckOK, Success}, {AckFlushDiskTimeout, FlushDiskTimeout}, {AckFlushSlaveTimeout, FlushSlaveTimeout}, {AckSlaveNotAvailable, SlaveNotAvailable}} {
-		e.be.mu.Lock()
-		e.be.ackStatus = tc.ack
-		e.be.mu.Unlock()
-		r := e.send(t, c, "T", 0, "x", "")
-		if r.Code != tc.code || r.Ext("msgId") == "" || r.Ext("queueOffset") == "" {
-			t.Fatalf("ack %d: got %+v", tc.ack, r)
+	for _, mode := range []int{ackInline, ackCallback, ackGoroutine} {
+		for _, tc := range []struct {
+			ack  AckStatus
+			code int16
+		}{{AckOK, Success}, {AckFlushDiskTimeout, FlushDiskTimeout}, {AckFlushSlaveTimeout, FlushSlaveTimeout}, {AckSlaveNotAvailable, SlaveNotAvailable}} {
+			e.be.mu.Lock()
+			e.be.ackStatus, e.be.ackMode = tc.ack, mode
+			e.be.mu.Unlock()
+			r := e.send(t, c, "T", 0, "x", "")
+			if r.Code != tc.code || r.Ext("msgId") == "" || r.Ext("queueOffset") == "" {
+				t.Fatalf("ack mode %d, status %d: got %+v", mode, tc.ack, r)
+			}
 		}
 	}
+	e.be.mu.Lock()
+	e.be.ackStatus, e.be.ackMode = AckOK, ackInline
+	e.be.mu.Unlock()
 	for _, tc := range []struct {
 		err  error
 		code int16
@@ -244,9 +249,15 @@ func TestSendStatusMapping(t *testing.T) {
 // A send waiting for its acknowledgement must not hold up the connection's
 // other requests, nor later sends' appends (which keep request order).
 func TestSendAckDoesNotBlockConnection(t *testing.T) {
+	for _, mode := range []int{ackCallback, ackGoroutine} {
+		t.Run(strconv.Itoa(mode), func(t *testing.T) { testSendAckDoesNotBlockConnection(t, mode) })
+	}
+}
+
+func testSendAckDoesNotBlockConnection(t *testing.T, mode int) {
 	e := newBrokerEnv(t, BrokerConfig{AutoCreateTopics: true})
 	gate := make(chan struct{})
-	e.be.ackGate = gate
+	e.be.ackGate, e.be.ackMode = gate, mode
 	c := dialTest(t, e.addr)
 	s1 := c.start(&Command{Code: CodeSendMessage, ExtFields: sendExt("T", 0, ""), Body: []byte("1")})
 	s2 := c.start(&Command{Code: CodeSendMessage, ExtFields: sendExt("T", 0, ""), Body: []byte("2")})

@@ -25,7 +25,10 @@ type fakeBackend struct {
 	appendErr error     // returned by Append when set
 	ackStatus AckStatus // returned by AwaitAck
 	ackGate   chan struct{}
-	asyncAck  bool // AckAsync answers (else it declines and AwaitAck runs)
+	// ackMode chooses how a send's ack is answered: ackInline (AckNow
+	// when no gate is set), ackCallback (AckNow declines, AckAsync
+	// answers) or ackGoroutine (both decline: AwaitAck on req.Go).
+	ackMode int
 	indexOff  bool
 	appends   int
 }
@@ -118,22 +121,28 @@ func (f *fakeBackend) AwaitAck(ctx context.Context, end int64) AckStatus {
 	return st
 }
 
+const (
+	ackInline = iota
+	ackCallback
+	ackGoroutine
+)
+
 func (f *fakeBackend) AckNow(end int64) (AckStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ackGate != nil {
+	if f.ackGate != nil || f.ackMode != ackInline {
 		return 0, false
 	}
 	return f.ackStatus, true
 }
 
-// AckAsync answers through AwaitAck's goroutine path unless the test set
-// asyncAck.
+// AckAsync answers unless ackMode is ackGoroutine; with a gate, from a
+// goroutine once the gate opens (as a flusher would).
 func (f *fakeBackend) AckAsync(end int64, done func(AckStatus)) bool {
 	f.mu.Lock()
-	gate, st, on := f.ackGate, f.ackStatus, f.asyncAck
+	gate, st, mode := f.ackGate, f.ackStatus, f.ackMode
 	f.mu.Unlock()
-	if !on {
+	if mode == ackGoroutine {
 		return false
 	}
 	if gate == nil {
