@@ -28,9 +28,9 @@ type fakeBackend struct {
 	// ackMode chooses how a send's ack is answered: ackInline (AckNow
 	// when no gate is set), ackCallback (AckNow declines, AckAsync
 	// answers) or ackGoroutine (both decline: AwaitAck on req.Go).
-	ackMode int
-	indexOff  bool
-	appends   int
+	ackMode  int
+	indexOff bool
+	appends  int
 }
 
 type fakeEntry struct {
