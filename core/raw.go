@@ -7,6 +7,10 @@ import (
 	"github.com/keelmq/keel/core/record"
 )
 
+// writebackStep is how much AppendRaw writes before it asks the kernel to
+// start writing it back.
+const writebackStep = 4 << 20
+
 // AppendRaw appends replicated log bytes at physical offset off, which must
 // equal the committed offset (or, on an empty store, any offset: the log
 // then starts there, as for a slave copying from a master's minimum). data
@@ -80,9 +84,25 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		}
 		rel := s.wrotePos - s.active.start
 		n := min(int64(len(b)), segSize-rel)
-		copy(s.active.data[rel:], b[:n])
+		// pwrite, not a store into the mapping: pages written through
+		// a mapping are write-protected again by every writeback, and a
+		// catching-up replica writes while the last chunks are written
+		// back (see below).
+		if err := s.active.writeAt(b[:n], rel); err != nil {
+			s.readOnly.Store(true)
+			s.log.Error("append of replicated bytes failed; store is now read-only", "err", err)
+			return fmt.Errorf("append replicated bytes at %d: %w: %w", s.wrotePos, ErrReadOnly, err)
+		}
 		s.wrotePos += n
 		b = b[n:]
+		// Start writing back what a replica copied (in 4 MiB steps) so
+		// the device works while the copy goes on and the next flush has
+		// little left to do.
+		if s.wrotePos-s.writebackFrom >= writebackStep || s.wrotePos == s.active.start+segSize {
+			from := max(s.writebackFrom, s.active.start)
+			s.active.startWriteback(from-s.active.start, s.wrotePos-from)
+			s.writebackFrom = s.wrotePos
+		}
 	}
 	for _, r := range recs {
 		if r.keep && r.qo+1 > s.queueOffsets[r.qk] {

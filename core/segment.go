@@ -145,6 +145,16 @@ func (s *segment) writeAt(p []byte, rel int64) error {
 	return nil
 }
 
+// startWriteback hints the kernel to begin writing [rel, rel+n) back; see
+// vfs.WritebackStarter. Errors are ignored: it is only a hint.
+func (s *segment) startWriteback(rel, n int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if ws, ok := s.f.(vfs.WritebackStarter); ok && !s.removed {
+		_ = ws.StartWriteback(rel, n)
+	}
+}
+
 func (s *segment) sync() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

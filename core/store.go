@@ -76,11 +76,12 @@ type Store struct {
 	epochs *epoch.History
 
 	// appendMu serialises appends, raw appends, rolls and truncation.
-	appendMu     sync.Mutex
-	active       *segment           // guarded by appendMu
-	wrotePos     int64              // guarded by appendMu
-	queueOffsets map[queueKey]int64 // guarded by appendMu
-	segs         atomic.Pointer[[]*segment]
+	appendMu      sync.Mutex
+	active        *segment           // guarded by appendMu
+	wrotePos      int64              // guarded by appendMu
+	writebackFrom int64              // AppendRaw: writeback started below this; guarded by appendMu
+	queueOffsets  map[queueKey]int64 // guarded by appendMu
+	segs          atomic.Pointer[[]*segment]
 
 	pre preallocator
 	// warmCh asks the warmer to prefault the active segment ahead of the

@@ -224,3 +224,59 @@ func TestOnFlushed(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// TestAppendRaw copies one store's log into another with AppendRaw (as a
+// replica does, across segment ends), compares the bytes, and checks that
+// a failed write makes the replica read-only instead of half-appending.
+func TestAppendRaw(t *testing.T) {
+	src := mustOpen(t, testOptions(vfs.NewCrashFS(31), "/src"))
+	defer src.Close()
+	for i := 0; i < 600; i++ {
+		if _, err := src.Append(msg("T", int32(i%3), fmt.Sprintf("raw-%04d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := vfs.NewCrashFS(32)
+	dst := mustOpen(t, testOptions(fs, "/dst"))
+	end := src.Positions().Committed
+	for off := int64(0); off < end; {
+		b, err := src.ReadLog(off, 7000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dst.AppendRaw(off, b); err != nil {
+			t.Fatalf("AppendRaw at %d: %v", off, err)
+		}
+		off += int64(len(b))
+	}
+	if got := dst.Positions().Committed; got != end {
+		t.Fatalf("replica ends at %d, source at %d", got, end)
+	}
+	for off := int64(0); off < end; {
+		a, _ := src.ReadLog(off, 1<<20)
+		b, err := dst.ReadLog(off, 1<<20)
+		if err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("bytes differ at %d (%v)", off, err)
+		}
+		off += int64(len(a))
+	}
+	drain(t, dst)
+	verifyStore(t, dst)
+
+	r, err := src.Append(msg("T", 0, "after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.ReadLog(r.PhysOffset, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.InjectFault(vfs.Fault{Ops: vfs.OpWrite, PathPrefix: "/dst/commitlog", Count: 1})
+	if err := dst.AppendRaw(r.PhysOffset, b); !errors.Is(err, ErrReadOnly) || !errors.Is(err, vfs.ErrIO) {
+		t.Fatalf("AppendRaw with a failing write: %v, want ErrReadOnly wrapping EIO", err)
+	}
+	if got := dst.Positions().Committed; got != end {
+		t.Fatalf("a failed AppendRaw moved the end to %d (was %d)", got, end)
+	}
+	dst.Close()
+}

@@ -179,6 +179,11 @@ func (o *osFile) Datasync() error {
 	return o.control("fdatasync", func(fd int) error { return unix.Fdatasync(fd) })
 }
 
+// StartWriteback implements WritebackStarter.
+func (o *osFile) StartWriteback(off, n int64) error {
+	return o.control("sync_file_range", func(fd int) error { return unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE) })
+}
+
 func (o *osFile) Truncate(size int64) error { return classify(o.f.Truncate(size)) }
 
 func (o *osFile) Allocate(off, n int64) error {

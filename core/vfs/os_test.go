@@ -190,3 +190,31 @@ func TestOSSyncDirMissing(t *testing.T) {
 		t.Errorf("SyncDir missing: %v", err)
 	}
 }
+
+// TestOSStartWriteback: the OS file implements the writeback hint, it
+// succeeds on written data and changes nothing; after Close it fails.
+func TestOSStartWriteback(t *testing.T) {
+	f, err := OS.Create(filepath.Join(t.TempDir(), "wb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("keel"), 4096)
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	ws, ok := f.(WritebackStarter)
+	if !ok {
+		t.Fatal("OS files do not implement WritebackStarter")
+	}
+	if err := ws.StartWriteback(0, int64(len(data))); err != nil {
+		t.Fatalf("StartWriteback: %v", err)
+	}
+	got := make([]byte, len(data))
+	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("contents changed (%v)", err)
+	}
+	f.Close()
+	if err := ws.StartWriteback(0, 1); err == nil {
+		t.Fatal("StartWriteback after Close succeeded")
+	}
+}

@@ -155,6 +155,16 @@ type Mapping interface {
 	Close() error
 }
 
+// WritebackStarter is an optional interface of Files: StartWriteback asks
+// the kernel to begin writing [off, off+n) back to the device now, without
+// waiting (sync_file_range with SYNC_FILE_RANGE_WRITE), so that a later
+// Datasync has less left to do. It is only a hint: it makes nothing
+// durable and changes no contents; errors mean "not done" and may be
+// ignored.
+type WritebackStarter interface {
+	StartWriteback(off, n int64) error
+}
+
 // Populator is an optional interface of Mappings: Populate prefaults
 // [off, off+n) for writing, so stores into it do not fault page by page.
 // It changes no contents. Implementations may return an error meaning
