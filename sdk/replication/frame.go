@@ -181,6 +181,19 @@ func rearm(dl, now time.Time, d time.Duration) bool {
 // ReadFrame. Errors: io.EOF-like network errors, a deadline error after the
 // idle timeout, ErrFrameTooLarge, ErrBadFrame.
 func (c *Conn) ReadFrame() (Frame, error) {
+	f, err := c.ReadFrameInto(c.buf)
+	if cap(f.Payload) > cap(c.buf) {
+		c.buf = f.Payload[:0]
+	}
+	return f, err
+}
+
+// ReadFrameInto is ReadFrame reading the payload into buf (grown when too
+// small) instead of the Conn's own buffer: the payload stays valid until
+// the caller reuses buf, so one goroutine can read the next frame while
+// another applies this one. It must not be mixed with ReadFrame calls
+// running at the same time.
+func (c *Conn) ReadFrameInto(buf []byte) (Frame, error) {
 	if c.idle > 0 {
 		if now := time.Now(); rearm(c.rdl, now, c.idle) {
 			c.rdl = now.Add(c.idle)
@@ -198,14 +211,14 @@ func (c *Conn) ReadFrame() (Frame, error) {
 	if uint64(n) > uint64(c.maxFrame) {
 		return Frame{}, fmt.Errorf("%w: %s of %d bytes (max %d)", ErrFrameTooLarge, t, n, c.maxFrame)
 	}
-	if cap(c.buf) < int(n) {
-		c.buf = make([]byte, n)
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
 	}
-	c.buf = c.buf[:n]
-	if _, err := io.ReadFull(c.r, c.buf); err != nil {
-		return Frame{}, fmt.Errorf("read %s payload of %d bytes: %w", t, n, err)
+	buf = buf[:n]
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		return Frame{Payload: buf[:0]}, fmt.Errorf("read %s payload of %d bytes: %w", t, n, err)
 	}
-	return Frame{Type: t, Payload: c.buf}, nil
+	return Frame{Type: t, Payload: buf}, nil
 }
 
 // WriteFrame writes one frame whose payload is the concatenation of parts

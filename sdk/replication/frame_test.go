@@ -240,14 +240,33 @@ func TestConnMixedFrames(t *testing.T) {
 	}
 	c := NewConn(nc, 4<<20, 3*time.Second)
 	defer c.Close()
+	// Odd frames are read with ReadFrameInto into two rotating buffers,
+	// the way the slave's piped reader does: a payload read into one
+	// buffer stays intact while the next frame is read into the other.
+	bufs := [2][]byte{make([]byte, 0, 16), nil}
+	var prev []byte
+	var prevWant []byte
 	for i, n := range sizes {
-		f, err := c.ExpectFrame(FrameData)
+		var f Frame
+		var err error
+		if i%2 == 1 {
+			f, err = c.ReadFrameInto(bufs[i/2%2])
+			bufs[i/2%2] = f.Payload
+		} else {
+			f, err = c.ExpectFrame(FrameData)
+		}
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 		h, data, err := DecodeData(f.Payload)
 		if err != nil || h.Offset != int64(i) || !bytes.Equal(data, payload(i, n)) {
 			t.Fatalf("frame %d: header %+v, %d bytes, err %v", i, h, len(data), err)
+		}
+		if prev != nil && !bytes.Equal(prev, prevWant) {
+			t.Fatalf("frame %d overwrote the payload of the frame read into the other buffer", i)
+		}
+		if i%2 == 1 {
+			prev, prevWant = f.Payload, bytes.Clone(f.Payload)
 		}
 	}
 	if err := <-errc; err != nil {

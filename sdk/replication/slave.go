@@ -144,37 +144,82 @@ func (s *slave) session() (streamed bool, err error) {
 	s.mu.Unlock()
 
 	ap := applier{s: s, c: c, hist: hist, end: pos.Committed, log: log}
-	for {
-		f, err := c.ReadFrame()
-		if err != nil {
-			return ap.streaming, err
+	// Until the PLAN, frames are read here; once streaming, a reader
+	// goroutine reads the next frame while this one applies the last.
+	var rd *pipedReader
+	defer func() {
+		if rd != nil {
+			rd.stop()
 		}
+	}()
+	for {
+		var f Frame
+		var more bool // more input is already here: do not ack yet
+		if rd == nil {
+			if f, err = c.ReadFrame(); err != nil {
+				return ap.streaming, err
+			}
+			more = c.Buffered() > 0
+		} else {
+			pf := <-rd.frames
+			if pf.err != nil {
+				return ap.streaming, pf.err
+			}
+			f, more = pf.f, pf.more || len(rd.frames) > 0
+		}
+		done, streamed, err := s.handle(c, &ap, f, log)
+		if rd != nil {
+			rd.release(f.Payload) // handle is done with it (applied or copied)
+		}
+		if done {
+			return streamed, err
+		}
+		// Acknowledge when the input is drained (acks coalesce over
+		// whatever arrived together), and often under a
+		// continuous stream (every 250µs), so sync producers are not held back by a
+		// replica that is never idle.
+		if ap.streaming && ((!more && (ap.pending || time.Since(ap.lastAck) >= s.opts.HeartbeatInterval)) ||
+			(ap.pending && time.Since(ap.lastAck) >= 250*time.Microsecond)) {
+			if err := ap.ack(); err != nil {
+				return true, err
+			}
+		}
+		if ap.streaming && rd == nil {
+			rd = startPipedReader(c)
+		}
+	}
+}
+
+// handle applies one frame; done reports that the session ends, with
+// (streamed, err).
+func (s *slave) handle(c *Conn, ap *applier, f Frame, log *slog.Logger) (done, streamed bool, err error) {
+	{
 		switch f.Type {
 		case FramePull:
 			if ap.streaming {
-				return true, s.protocol(c, "PULL while streaming")
+				return true, true, s.protocol(c, "PULL while streaming")
 			}
 			p, err := DecodePull(f.Payload)
 			if err != nil {
-				return false, s.protocol(c, err.Error())
+				return true, false, s.protocol(c, err.Error())
 			}
 			if err := ap.servePull(p); err != nil {
-				return false, err
+				return true, false, err
 			}
 		case FramePlan:
 			if ap.streaming {
-				return true, s.protocol(c, "PLAN while streaming")
+				return true, true, s.protocol(c, "PLAN while streaming")
 			}
 			p, err := DecodePlan(f.Payload)
 			if err == nil {
 				err = ValidateHistory(p.Epochs)
 			}
 			if err != nil {
-				return false, s.protocol(c, err.Error())
+				return true, false, s.protocol(c, err.Error())
 			}
 			if err := ap.applyPlan(p); err != nil {
 				c.SendError(CodeInternal, err.Error())
-				return false, err
+				return true, false, err
 			}
 			c.SetIdle(s.opts.IdleTimeout)
 			s.mu.Lock()
@@ -183,22 +228,22 @@ func (s *slave) session() (streamed bool, err error) {
 			s.mu.Unlock()
 		case FrameData:
 			if !ap.streaming {
-				return false, s.protocol(c, "DATA before PLAN")
+				return true, false, s.protocol(c, "DATA before PLAN")
 			}
 			if err := ap.applyData(f.Payload); err != nil {
-				return true, err
+				return true, true, err
 			}
 		case FrameHeartbeat:
 			h, err := DecodeHeartbeat(f.Payload)
 			if err != nil {
-				return ap.streaming, s.protocol(c, err.Error())
+				return true, ap.streaming, s.protocol(c, err.Error())
 			}
 			s.mu.Lock()
 			s.masterCommitted = max(s.masterCommitted, h.Committed)
 			s.mu.Unlock()
 		case FrameMeta:
 			if !ap.streaming {
-				return false, s.protocol(c, "META before PLAN")
+				return true, false, s.protocol(c, "META before PLAN")
 			}
 			if err := s.host.MetaApply(s.ctx, f.Payload); err != nil {
 				log.Warn("HA: applying the master's metadata failed", "err", err)
@@ -206,23 +251,77 @@ func (s *slave) session() (streamed bool, err error) {
 		case FrameError:
 			m, derr := DecodeErrorMsg(f.Payload)
 			if derr != nil {
-				return ap.streaming, derr
+				return true, ap.streaming, derr
 			}
-			return ap.streaming, &PeerError{Code: m.Code, Reason: m.Reason}
+			return true, ap.streaming, &PeerError{Code: m.Code, Reason: m.Reason}
 		default:
-			return ap.streaming, s.protocol(c, "unexpected "+f.Type.String())
-		}
-		// Acknowledge when the input is drained (acks coalesce over
-		// whatever arrived together), and often under a
-		// continuous stream (every 250µs), so sync producers are not held back by a
-		// replica that is never idle.
-		if ap.streaming && ((c.Buffered() == 0 && (ap.pending || time.Since(ap.lastAck) >= s.opts.HeartbeatInterval)) ||
-			(ap.pending && time.Since(ap.lastAck) >= 250*time.Microsecond)) {
-			if err := ap.ack(); err != nil {
-				return true, err
-			}
+			return true, ap.streaming, s.protocol(c, "unexpected "+f.Type.String())
 		}
 	}
+	return false, false, nil
+}
+
+// pipedReader reads a streaming session's frames on its own goroutine into
+// a few rotating buffers, so the next frame arrives while the session
+// appends the last one.
+type pipedReader struct {
+	frames chan pipedFrame
+	free   chan []byte
+	done   chan struct{}
+	exited chan struct{}
+}
+
+type pipedFrame struct {
+	f    Frame
+	more bool // the connection's read buffer held more bytes after f
+	err  error
+}
+
+// pipedBuffers is how many frames can be read ahead plus the one applied.
+const pipedBuffers = 3
+
+func startPipedReader(c *Conn) *pipedReader {
+	r := &pipedReader{frames: make(chan pipedFrame, pipedBuffers), free: make(chan []byte, pipedBuffers),
+		done: make(chan struct{}), exited: make(chan struct{})}
+	for range pipedBuffers {
+		r.free <- nil
+	}
+	go func() {
+		defer close(r.exited)
+		for {
+			var buf []byte
+			select {
+			case buf = <-r.free:
+			case <-r.done:
+				return
+			}
+			f, err := c.ReadFrameInto(buf)
+			pf := pipedFrame{f: f, more: c.Buffered() > 0, err: err}
+			select {
+			case r.frames <- pf:
+			case <-r.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// release gives a payload's buffer back for the next frames.
+func (r *pipedReader) release(b []byte) {
+	select {
+	case r.free <- b[:0]:
+	default: // cannot happen: as many buffers as slots
+	}
+}
+
+// stop ends the reader; the caller closes the connection, which ends a
+// read in progress.
+func (r *pipedReader) stop() {
+	close(r.done)
 }
 
 func (s *slave) protocol(c *Conn, what string) error {
