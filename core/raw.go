@@ -11,6 +11,12 @@ import (
 // start writing it back.
 const writebackStep = 4 << 20
 
+// writebackReq is a writeback hint for [rel, rel+n) of seg.
+type writebackReq struct {
+	seg    *segment
+	rel, n int64
+}
+
 // AppendRaw appends replicated log bytes at physical offset off, which must
 // equal the committed offset (or, on an empty store, any offset: the log
 // then starts there, as for a slave copying from a master's minimum). data
@@ -100,7 +106,12 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		// little left to do.
 		if s.wrotePos-s.writebackFrom >= writebackStep || s.wrotePos == s.active.start+segSize {
 			from := max(s.writebackFrom, s.active.start)
-			s.active.startWriteback(from-s.active.start, s.wrotePos-from)
+			r := writebackReq{s.active, from - s.active.start, s.wrotePos - from}
+			select {
+			case s.writebackCh <- r:
+			default:
+				r.seg.startWriteback(r.rel, r.n) // the warmer is behind: here
+			}
 			s.writebackFrom = s.wrotePos
 		}
 	}

@@ -89,8 +89,11 @@ type Store struct {
 	// page of a mapping otherwise takes a page fault per 4 KiB on the
 	// append path.
 	warmCh chan *segment
-	noWarm atomic.Bool
-	wb     *writeBuffer // nil unless Options.WriteBuffer > 0
+	// writebackCh hands AppendRaw's writeback hints to the warmer's
+	// goroutine, off the replica's append path.
+	writebackCh chan writebackReq
+	noWarm      atomic.Bool
+	wb          *writeBuffer // nil unless Options.WriteBuffer > 0
 
 	committed  atomic.Int64
 	flushed    atomic.Int64
@@ -172,6 +175,7 @@ func Open(o Options) (*Store, error) {
 		queueOffsets: make(map[queueKey]int64),
 		stop:         make(chan struct{}),
 		warmCh:       make(chan *segment, 1),
+		writebackCh:  make(chan writebackReq, 16),
 	}
 	s.pre.s = s
 	if opts.WriteBuffer > 0 {
@@ -982,6 +986,8 @@ func (s *Store) warmLoop() {
 		select {
 		case <-s.stop:
 			return
+		case r := <-s.writebackCh:
+			r.seg.startWriteback(r.rel, r.n)
 		case seg := <-s.warmCh:
 			rel := s.wroteOffset() - seg.start
 			if rel < 0 || rel >= s.opts.SegmentSize {

@@ -17,7 +17,7 @@
 //	role = "master"                 # or "slave" with master_addr
 //	secret = "..."                  # shared HA secret
 //	[replication.config]
-//	batch_size = "256KiB"           # bytes per DATA frame (never across a segment or epoch)
+//	batch_size = "1MiB"             # bytes per DATA frame (never across a segment or epoch)
 //	heartbeat_interval = "2s"
 //	idle_timeout = "20s"
 //	max_lag = "256MiB"              # beyond this a replica leaves the in-sync set

@@ -29,7 +29,7 @@
 //	ack_on = "received"             # or "flushed"
 //	visible_after_replicated = false
 //	max_lag = "256MiB"
-//	batch_size = "256KiB"
+//	batch_size = "1MiB"
 //	heartbeat_interval = "2s"
 //	idle_timeout = "20s"
 //	sync_meta_interval = "10s"

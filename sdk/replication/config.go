@@ -10,7 +10,7 @@ import (
 
 // Defaults of Options, following RocketMQ where it has a counterpart.
 const (
-	DefaultBatchSize           = 256 << 10 // RocketMQ haTransferBatchSize is 32 KiB; larger batches copy faster
+	DefaultBatchSize           = 1 << 20 // RocketMQ haTransferBatchSize is 32 KiB; larger batches copy faster
 	DefaultHeartbeatInterval   = 2 * time.Second
 	DefaultIdleTimeout         = 20 * time.Second // haHousekeepingInterval
 	DefaultMaxLag              = 256 << 20        // haMaxGapNotInSync
