@@ -546,6 +546,20 @@ func (s *hostServer) Flush(ctx context.Context, _ *pluginpb.Empty) (*pluginpb.Of
 	return &pluginpb.Offset{Offset: f}, nil
 }
 
+func (s *hostServer) FlushAfter(ctx context.Context, r *pluginpb.Offset) (*pluginpb.Offset, error) {
+	var f int64
+	var err error
+	if fa, ok := s.h.(FlushAfterer); ok {
+		f, err = fa.FlushAfter(ctx, r.GetOffset())
+	} else if _, err = s.h.WaitCommitted(ctx, r.GetOffset()); err == nil {
+		f, err = s.h.Flush(ctx)
+	}
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pluginpb.Offset{Offset: f}, nil
+}
+
 func (s *hostServer) ReadLog(ctx context.Context, r *pluginpb.ReadLogRequest) (*pluginpb.Bytes, error) {
 	mb := r.GetMaxBytes()
 	if mb > maxMsg/2 {

@@ -178,6 +178,18 @@ type Host interface {
 	Log(ctx context.Context, level int, msg string, attrs map[string]string)
 }
 
+// FlushAfterer is an optional interface of Hosts (the host process's and
+// the one sdk.Serve gives an external plugin both have it): FlushAfter
+// blocks until the committed offset exceeds after, or ctx ends (ctx's
+// error), then flushes as Flush does and returns the flushed offset. A
+// group-commit strategy calls it in a loop: one call per round where
+// WaitCommitted then Flush would be two, and across the process boundary
+// one round trip instead of a stream message and a call. ErrNotSupported
+// means the host predates it; use WaitCommitted and Flush.
+type FlushAfterer interface {
+	FlushAfter(ctx context.Context, after int64) (int64, error)
+}
+
 // FlushStrategy decides when committed bytes become durable, by calling
 // Host.Flush (and Host.Commit for write-buffered stores). Its AckPolicy
 // tells the host what a producer's acknowledgement waits for; the host

@@ -485,6 +485,15 @@ func (h *remoteHost) Positions(ctx context.Context) (Positions, error) {
 	return Positions{Min: p.Min, Dispatched: p.Dispatched, Confirm: p.Confirm, Flushed: p.Flushed, Committed: p.Committed, Epoch: p.Epoch}, nil
 }
 
+// FlushAfter implements FlushAfterer with one call to the host.
+func (h *remoteHost) FlushAfter(ctx context.Context, after int64) (int64, error) {
+	r, err := h.c.FlushAfter(ctx, &pluginpb.Offset{Offset: after})
+	if err != nil {
+		return 0, fromStatus(err)
+	}
+	return r.GetOffset(), nil
+}
+
 func (h *remoteHost) WaitCommitted(ctx context.Context, after int64) (int64, error) {
 	h.wmu.Lock()
 	gen := h.gen

@@ -137,6 +137,27 @@ func (b *base) flush(ctx context.Context) (int64, error) {
 	return f, nil
 }
 
+// flushAfter is one group-commit round through sdk.FlushAfterer, counted
+// as flush counts one. Its duration includes the wait for appends, so it
+// is not put in the flush latency histogram (the host's own
+// keel_flush_duration_seconds times the fdatasync).
+func (b *base) flushAfter(ctx context.Context, fa sdk.FlushAfterer, after int64) (int64, error) {
+	f, err := fa.FlushAfter(ctx, after)
+	if err != nil {
+		if !errors.Is(err, sdk.ErrNotSupported) && ctx.Err() == nil {
+			b.fail(ctx, "flush after appends", err)
+		}
+		return f, err
+	}
+	prev := b.flushedAt.Load()
+	if f > prev && b.flushedAt.CompareAndSwap(prev, f) {
+		b.flushes.Add(1)
+		b.batch.observe(float64(f - prev))
+		b.flushedBytes.Add(f - prev)
+	}
+	return f, nil
+}
+
 // commit calls Host.Commit and records it.
 func (b *base) commit(ctx context.Context) (int64, error) {
 	c, err := b.host.Commit(ctx)

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -526,4 +528,48 @@ func TestSyncProperty(t *testing.T) {
 			rt.Fatalf("wrote %d flushed %d after %d flushes for %d appends", w, f, n, producers*per)
 		}
 	})
+}
+
+// flushAfterHost adds sdk.FlushAfterer to fakeHost: WaitCommitted then
+// Flush in one call, or ErrNotSupported like a host that predates it.
+type flushAfterHost struct {
+	*fakeHost
+	unsupported bool
+	calls       atomic.Int32
+}
+
+func (h *flushAfterHost) FlushAfter(ctx context.Context, after int64) (int64, error) {
+	h.calls.Add(1)
+	if h.unsupported {
+		return 0, fmt.Errorf("host: %w", sdk.ErrNotSupported)
+	}
+	if _, err := h.WaitCommitted(ctx, after); err != nil {
+		return 0, err
+	}
+	return h.Flush(ctx)
+}
+
+// TestSyncFlushAfter: the sync strategy runs its rounds through
+// FlushAfter when the host has it, and falls back to WaitCommitted and
+// Flush, asking once, when the host answers ErrNotSupported.
+func TestSyncFlushAfter(t *testing.T) {
+	for _, unsupported := range []bool{false, true} {
+		t.Run(fmt.Sprint("unsupported=", unsupported), func(t *testing.T) {
+			h := &flushAfterHost{fakeHost: newFakeHost(), unsupported: unsupported}
+			s := configured(t, NameSync, "")
+			if err := s.Start(bg, h); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop(bg)
+			for i := 1; i <= 5; i++ {
+				h.add(10)
+				eventually(t, 2*time.Second, "flushed", func() bool { _, _, f, _, _ := h.snapshot(); return f == int64(10*i) })
+			}
+			if got := h.calls.Load(); unsupported && got != 1 {
+				t.Fatalf("FlushAfter called %d times after ErrNotSupported, want once", got)
+			} else if !unsupported && got < 5 {
+				t.Fatalf("FlushAfter called %d times for 5 rounds", got)
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package flushstrategies
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/keelmq/keel/sdk"
@@ -71,7 +72,24 @@ func (s *syncStrategy) Stop(ctx context.Context) error {
 func (s *syncStrategy) run(ctx context.Context) {
 	last := s.flushedAt.Load()
 	var backoff time.Duration
+	fa, oneCall := s.host.(sdk.FlushAfterer)
 	for ctx.Err() == nil {
+		if oneCall {
+			f, err := s.flushAfter(ctx, fa, last)
+			switch {
+			case errors.Is(err, sdk.ErrNotSupported):
+				oneCall = false // an older host: WaitCommitted, then Flush
+				continue
+			case err != nil:
+				if !pause(ctx, &backoff) {
+					return
+				}
+				continue
+			}
+			backoff = 0
+			last = f
+			continue
+		}
 		if _, err := s.host.WaitCommitted(ctx, last); err != nil {
 			s.fail(ctx, "wait for appends", err)
 			if !pause(ctx, &backoff) {

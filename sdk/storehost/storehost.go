@@ -39,7 +39,10 @@ type Host struct {
 	replWait offwait.Waiters
 }
 
-var _ sdk.Host = (*Host)(nil)
+var (
+	_ sdk.Host         = (*Host)(nil)
+	_ sdk.FlushAfterer = (*Host)(nil)
+)
 
 // New returns a Host for store. log receives plugin log lines.
 func New(store *core.Store, log *slog.Logger) *Host {
@@ -231,6 +234,14 @@ func (h *Host) WaitReplicated(ctx context.Context, off int64) error {
 		h.replWait.Remove(w)
 		return ctx.Err()
 	}
+}
+
+// FlushAfter implements sdk.FlushAfterer.
+func (h *Host) FlushAfter(ctx context.Context, after int64) (int64, error) {
+	if _, err := h.WaitCommitted(ctx, after); err != nil {
+		return 0, err
+	}
+	return h.Flush(ctx)
 }
 
 // OnReplicated calls fn(true) once the acknowledged offset reaches off, or

@@ -949,6 +949,7 @@ const (
 	Host_MetaApply_FullMethodName         = "/keel.plugin.v1.Host/MetaApply"
 	Host_ReportReplication_FullMethodName = "/keel.plugin.v1.Host/ReportReplication"
 	Host_Log_FullMethodName               = "/keel.plugin.v1.Host/Log"
+	Host_FlushAfter_FullMethodName        = "/keel.plugin.v1.Host/FlushAfter"
 )
 
 // HostClient is the client API for Host service.
@@ -978,6 +979,11 @@ type HostClient interface {
 	// Log carries a batch of log lines (the plugin side queues sdk.Host.Log
 	// calls and sends what accumulated).
 	Log(ctx context.Context, in *LogBatch, opts ...grpc.CallOption) (*Empty, error)
+	// FlushAfter waits until the committed offset exceeds the request's,
+	// then flushes, and returns the flushed offset: a group-commit round in
+	// one call (sdk.FlushAfterer). Added in protocol version 1; older hosts
+	// answer Unimplemented.
+	FlushAfter(ctx context.Context, in *Offset, opts ...grpc.CallOption) (*Offset, error)
 }
 
 type hostClient struct {
@@ -1137,6 +1143,16 @@ func (c *hostClient) Log(ctx context.Context, in *LogBatch, opts ...grpc.CallOpt
 	return out, nil
 }
 
+func (c *hostClient) FlushAfter(ctx context.Context, in *Offset, opts ...grpc.CallOption) (*Offset, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Offset)
+	err := c.cc.Invoke(ctx, Host_FlushAfter_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -1164,6 +1180,11 @@ type HostServer interface {
 	// Log carries a batch of log lines (the plugin side queues sdk.Host.Log
 	// calls and sends what accumulated).
 	Log(context.Context, *LogBatch) (*Empty, error)
+	// FlushAfter waits until the committed offset exceeds the request's,
+	// then flushes, and returns the flushed offset: a group-commit round in
+	// one call (sdk.FlushAfterer). Added in protocol version 1; older hosts
+	// answer Unimplemented.
+	FlushAfter(context.Context, *Offset) (*Offset, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -1215,6 +1236,9 @@ func (UnimplementedHostServer) ReportReplication(context.Context, *ReplicationSt
 }
 func (UnimplementedHostServer) Log(context.Context, *LogBatch) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method Log not implemented")
+}
+func (UnimplementedHostServer) FlushAfter(context.Context, *Offset) (*Offset, error) {
+	return nil, status.Error(codes.Unimplemented, "method FlushAfter not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -1482,6 +1506,24 @@ func _Host_Log_Handler(srv interface{}, ctx context.Context, dec func(interface{
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_FlushAfter_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Offset)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).FlushAfter(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_FlushAfter_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).FlushAfter(ctx, req.(*Offset))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1540,6 +1582,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Log",
 			Handler:    _Host_Log_Handler,
+		},
+		{
+			MethodName: "FlushAfter",
+			Handler:    _Host_FlushAfter_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
