@@ -596,30 +596,21 @@ func (s *Store) Flush() (int64, error) {
 // WaitFlushed blocks until the flushed offset reaches off or ctx ends. It
 // does not flush by itself: a flush strategy must be running.
 func (s *Store) WaitFlushed(ctx context.Context, off int64) error {
-	if s.flushed.Load() >= off {
-		return nil
-	}
-	w := s.flushWait.Add(off)
-	if s.flushed.Load() >= off { // a flush finished before add
-		s.flushWait.Remove(w)
-		return nil
-	}
-	select {
-	case <-w.Done():
-		if s.flushed.Load() >= off {
-			return nil
-		}
-		return fmt.Errorf("wait for flush to %d: the log was truncated below it: %w", off, ErrOffset)
-	case <-ctx.Done():
-		s.flushWait.Remove(w)
-		return ctx.Err()
-	case <-s.stop:
-		s.flushWait.Remove(w)
-		if s.flushed.Load() >= off {
+	reached := func() bool { return s.flushed.Load() >= off }
+	switch err := s.flushWait.Wait(ctx, off, reached, s.stop); {
+	case errors.Is(err, offwait.ErrStopped):
+		if reached() {
 			return nil
 		}
 		return ErrClosed
+	case err != nil:
+		return err
+	case !reached() && s.closed.Load():
+		return ErrClosed
+	case !reached():
+		return fmt.Errorf("wait for flush to %d: the log was truncated below it: %w", off, ErrOffset)
 	}
+	return nil
 }
 
 // OnFlushed calls fn(true) once the flushed offset reaches off, or

@@ -9,6 +9,8 @@ package offwait
 
 import (
 	"container/heap"
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +126,36 @@ func wake(w *Waiter, fns []func()) []func() {
 	}
 	close(w.ch)
 	return fns
+}
+
+// ErrStopped is Wait's error when its stop channel closed first.
+var ErrStopped = errors.New("offwait: stopped")
+
+// Wait blocks until reached() holds, checked at once, after registering
+// (a Release may have come just before) and whenever a Release or
+// ReleaseAll wakes it, or until ctx ends (ctx's error) or stop closes
+// (ErrStopped; nil stop never closes). A wake-up by ReleaseAll with
+// reached() false returns nil too: the caller re-checks its offset (an
+// offset moved backwards means what it waited for is gone).
+func (ws *Waiters) Wait(ctx context.Context, off int64, reached func() bool, stop <-chan struct{}) error {
+	if reached() {
+		return nil
+	}
+	w := ws.Add(off)
+	if reached() {
+		ws.Remove(w)
+		return nil
+	}
+	select {
+	case <-w.Done():
+		return nil
+	case <-ctx.Done():
+		ws.Remove(w)
+		return ctx.Err()
+	case <-stop:
+		ws.Remove(w)
+		return ErrStopped
+	}
 }
 
 // Notify calls fn exactly once: fn(true) once reached() holds (at once,

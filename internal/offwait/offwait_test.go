@@ -1,6 +1,8 @@
 package offwait
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,5 +175,41 @@ func TestNotifyExactlyOnce(t *testing.T) {
 		if c := calls[i].Load(); c != 1 {
 			t.Fatalf("waiter %d called %d times after the timers", i+1, c)
 		}
+	}
+}
+
+func TestWait(t *testing.T) {
+	var ws Waiters
+	var pos atomic.Int64
+	reached := func() bool { return pos.Load() >= 10 }
+	ctx := context.Background()
+
+	pos.Store(10)
+	if err := ws.Wait(ctx, 10, reached, nil); err != nil {
+		t.Fatalf("already reached: %v", err)
+	}
+	pos.Store(0)
+	done := make(chan error, 1)
+	go func() { done <- ws.Wait(ctx, 10, reached, nil) }()
+	time.Sleep(5 * time.Millisecond)
+	pos.Store(10)
+	ws.Release(10)
+	if err := <-done; err != nil {
+		t.Fatalf("released: %v", err)
+	}
+
+	pos.Store(0)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	if err := ws.Wait(cctx, 10, reached, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx: %v", err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if err := ws.Wait(ctx, 10, reached, stop); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stop: %v", err)
+	}
+	if n := ws.Len(); n != 0 {
+		t.Fatalf("%d waiters left behind", n)
 	}
 }

@@ -219,21 +219,7 @@ func (h *Host) Fenced() (bool, string) {
 // state's AckedOffset, which never decreases) reaches off, or ctx ends
 // (ctx's error). Callers check the in-sync count themselves (InSync).
 func (h *Host) WaitReplicated(ctx context.Context, off int64) error {
-	if h.acked.Load() >= off {
-		return nil
-	}
-	w := h.replWait.Add(off)
-	if h.acked.Load() >= off { // a report came before Add
-		h.replWait.Remove(w)
-		return nil
-	}
-	select {
-	case <-w.Done():
-		return nil
-	case <-ctx.Done():
-		h.replWait.Remove(w)
-		return ctx.Err()
-	}
+	return h.replWait.Wait(ctx, off, func() bool { return h.acked.Load() >= off }, nil)
 }
 
 // FlushAfter implements sdk.FlushAfterer.
