@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -58,10 +56,7 @@ func startFloorServer(tb testing.TB) string {
 // could reach on this machine. Run with -benchtime=1x; KEEL_BENCH_ROUNDS
 // (default 3) rounds of 3 s each.
 func BenchmarkWireFloor(b *testing.B) {
-	rounds := 3
-	if v, err := strconv.Atoi(os.Getenv("KEEL_BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := benchRounds()
 	const producers, body = 64, 128
 	dur, warm := 3*time.Second, 500*time.Millisecond
 	path, err := FindProfile("default", profileDir)
@@ -106,15 +101,10 @@ func BenchmarkWireFloor(b *testing.B) {
 			}
 		}
 	}
-	med := func(v []float64) float64 {
-		v = slices.Clone(v)
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
 	for _, s := range systems {
-		b.ReportMetric(med(rates[s.name]), s.name+"-msgs/s")
+		b.ReportMetric(median(rates[s.name]), s.name+"-msgs/s")
 	}
-	b.ReportMetric(med(rates["floor"])/med(rates["nats"]), "floor/nats")
-	b.ReportMetric(med(rates["keel"])/med(rates["nats"]), "keel/nats")
+	b.ReportMetric(median(rates["floor"])/median(rates["nats"]), "floor/nats")
+	b.ReportMetric(median(rates["keel"])/median(rates["nats"]), "keel/nats")
 	b.ReportMetric(0, "ns/op")
 }

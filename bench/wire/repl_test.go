@@ -3,10 +3,7 @@ package wire
 import (
 	"context"
 	"net"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -69,10 +66,7 @@ func startPair(tb testing.TB, kind string) (string, func()) {
 // on fresh stores; KEEL_BENCH_ROUNDS (default 3) rounds of 3 s. Reports
 // medians and sync ÷ async. Run with -benchtime=1x.
 func BenchmarkWireReplication(b *testing.B) {
-	rounds := 3
-	if v, err := strconv.Atoi(os.Getenv("KEEL_BENCH_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
+	rounds := benchRounds()
 	rates := map[string][]float64{}
 	p99 := map[string][]float64{}
 	for i := 0; i < b.N; i++ {
@@ -99,15 +93,10 @@ func BenchmarkWireReplication(b *testing.B) {
 			}
 		}
 	}
-	med := func(v []float64) float64 {
-		v = slices.Clone(v)
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
 	for _, k := range []string{"async", "sync"} {
-		b.ReportMetric(med(rates[k]), k+"-msgs/s")
-		b.ReportMetric(med(p99[k]), k+"-p99-µs")
+		b.ReportMetric(median(rates[k]), k+"-msgs/s")
+		b.ReportMetric(median(p99[k]), k+"-p99-µs")
 	}
-	b.ReportMetric(med(rates["sync"])/med(rates["async"]), "sync/async")
+	b.ReportMetric(median(rates["sync"])/median(rates["async"]), "sync/async")
 	b.ReportMetric(0, "ns/op")
 }
