@@ -349,17 +349,19 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	mEnd := mStart.Add(spec.Duration)
 	var stop atomic.Bool
 
-	ack := func(end int64) string {
+	// ack waits for what the policies promise, as the host's AckAsync
+	// does: store and replication callbacks with the policies' timeouts,
+	// answered on done (one per producer, reused), no timer or goroutine
+	// per message.
+	ack := func(end int64, done chan bool) string {
 		if fpol.WaitFlush {
 			to := fpol.Timeout
 			if to <= 0 {
 				to = 5 * time.Second
 			}
-			wctx, cancel := context.WithTimeout(ctx, to)
-			err := store.WaitFlushed(wctx, end)
-			cancel()
-			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
+			store.OnFlushed(end, to, func(ok bool) { done <- ok })
+			if !<-done {
+				if store.Positions().Flushed < end && ctx.Err() == nil {
 					return StatusFlushDiskTimeout
 				}
 				return StatusError
@@ -373,14 +375,9 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 			if to <= 0 {
 				to = 3 * time.Second
 			}
-			wctx, cancel := context.WithTimeout(ctx, to)
-			err := sh.WaitReplicated(wctx, end)
-			cancel()
-			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
-					return StatusFlushSlaveTimeout
-				}
-				return StatusError
+			sh.OnReplicated(end, to, func(ok bool) { done <- ok })
+			if !<-done {
+				return StatusFlushSlaveTimeout
 			}
 		}
 		return StatusOK
@@ -405,6 +402,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 				body[i] = byte(i*31 + p)
 			}
 			m := benchMessage(DefaultTopic, int32(p%spec.Queues), body)
+			done := make(chan bool, 1)
 			var seq uint64
 			for !stop.Load() && ctx.Err() == nil {
 				seq++
@@ -424,7 +422,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 						st.err = err
 					}
 				} else {
-					status = ack(r.End())
+					status = ack(r.End(), done)
 				}
 				t1 := time.Now()
 				if !t0.Before(mStart) && t0.Before(mEnd) {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -21,15 +20,22 @@ import (
 type Waiters struct {
 	mu sync.Mutex
 	h  waiterHeap
+	// Notify's deadlines: every Notify waiter is also queued here in
+	// arrival order, and one timer fires at the earliest pending deadline
+	// (no timer per waiter). Released waiters are trimmed from the front.
+	timed   []*Waiter
+	timer   *time.Timer
+	timerAt int64 // unix ns the timer is set for; 0 when not armed
 }
 
 // Waiter is one registered wait: Done is closed when it is released, or,
 // for a waiter added with AddFunc, its function is called.
 type Waiter struct {
-	Off int64
-	ch  chan struct{}
-	fn  func()
-	idx int // position in the heap, -1 once released or removed
+	Off      int64
+	ch       chan struct{}
+	fn       func()
+	deadline int64 // Notify waiters: unix ns after which they time out
+	idx      int   // position in the heap, -1 once released or removed
 }
 
 // Done returns the channel Release or ReleaseAll closes.
@@ -160,37 +166,91 @@ func (ws *Waiters) Wait(ctx context.Context, off int64, reached func() bool, sto
 
 // Notify calls fn exactly once: fn(true) once reached() holds (at once,
 // on the caller's goroutine, if it already does; otherwise on the
-// goroutine of the Release that reaches off), or fn(false) after timeout,
-// or at a ReleaseAll with reached() still false. reached reports whether
+// goroutine of the Release that reaches off), or fn(false) after timeout
+// (on a timer goroutine; fn(true) instead if the offset was reached just
+// then), or at a ReleaseAll with reached() still false. reached reports whether
 // the offset has reached off; Release's callers make it true before they
-// release. No goroutine waits meanwhile: it is how an acknowledgement is
-// sent without a goroutine per message.
+// release. No goroutine waits meanwhile and no timer is made per call
+// (one timer per Waiters serves every deadline): it is how an
+// acknowledgement is sent without a goroutine per message.
 func (ws *Waiters) Notify(off int64, timeout time.Duration, reached func() bool, fn func(ok bool)) {
 	if reached() {
 		fn(true)
 		return
 	}
-	var fired atomic.Bool // the waiter was released
-	var timer atomic.Pointer[time.Timer]
-	w := ws.AddFunc(off, func() {
-		fired.Store(true)
-		if t := timer.Load(); t != nil {
-			t.Stop()
-		}
-		fn(reached())
-	})
-	t := time.AfterFunc(timeout, func() {
-		if ws.Remove(w) {
-			fn(false)
-		}
-	})
-	timer.Store(t)
-	if fired.Load() {
-		t.Stop() // released before the timer was stored
-	}
+	w := &Waiter{Off: off, fn: func() { fn(reached()) }, deadline: time.Now().Add(timeout).UnixNano()}
+	ws.mu.Lock()
+	heap.Push(&ws.h, w)
+	ws.timed = append(ws.timed, w)
+	ws.trimLocked()
+	ws.armLocked(w.deadline)
+	ws.mu.Unlock()
 	if reached() && ws.Remove(w) {
-		t.Stop()
 		fn(true)
+	}
+}
+
+// trimLocked drops released or removed waiters from the front of timed,
+// and compacts it when most of it is dropped.
+func (ws *Waiters) trimLocked() {
+	i := 0
+	for i < len(ws.timed) && ws.timed[i].idx < 0 {
+		ws.timed[i] = nil
+		i++
+	}
+	if i > 0 {
+		ws.timed = ws.timed[i:]
+	}
+	if cap(ws.timed) > 64 && len(ws.timed) < cap(ws.timed)/4 {
+		ws.timed = append([]*Waiter(nil), ws.timed...)
+	}
+}
+
+// armLocked makes the timer fire no later than at (unix ns).
+func (ws *Waiters) armLocked(at int64) {
+	if ws.timerAt != 0 && ws.timerAt <= at {
+		return
+	}
+	d := time.Duration(at - time.Now().UnixNano())
+	if ws.timer == nil {
+		ws.timer = time.AfterFunc(d, ws.expire)
+	} else {
+		ws.timer.Reset(d)
+	}
+	ws.timerAt = at
+}
+
+// expire times out every Notify waiter whose deadline passed and re-arms
+// the timer for the earliest one left.
+func (ws *Waiters) expire() {
+	var fns []func()
+	now := time.Now().UnixNano()
+	ws.mu.Lock()
+	ws.timerAt = 0
+	var next int64
+	kept := ws.timed[:0]
+	for _, w := range ws.timed {
+		switch {
+		case w.idx < 0:
+			continue
+		case w.deadline <= now:
+			heap.Remove(&ws.h, w.idx)
+			fns = append(fns, w.fn)
+			continue
+		}
+		if next == 0 || w.deadline < next {
+			next = w.deadline
+		}
+		kept = append(kept, w)
+	}
+	clear(ws.timed[len(kept):])
+	ws.timed = kept
+	if next != 0 {
+		ws.armLocked(next)
+	}
+	ws.mu.Unlock()
+	for _, f := range fns {
+		f() // fn(reached()): false unless the offset was reached just now
 	}
 }
 
