@@ -264,21 +264,6 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
 
-// thin reduces a histogram's CDF to at most 64 points (keeping the last).
-func thin(h *hist.Histogram) []report.CDFPoint {
-	pts := h.CDF()
-	var out []report.CDFPoint
-	step := max(1, (len(pts)+63)/64)
-	for i := 0; i < len(pts); i += step {
-		out = append(out, report.CDFPoint{Us: us(pts[i].Value), Fraction: pts[i].Fraction})
-	}
-	if len(pts) > 0 && (len(pts)-1)%step != 0 {
-		last := pts[len(pts)-1]
-		out = append(out, report.CDFPoint{Us: us(last.Value), Fraction: last.Fraction})
-	}
-	return out
-}
-
 func runCell(ctx context.Context, cfg *matrix.Config, o Options, pr *progress, i int, cell matrix.Cell, ceil *ceiling.Result) report.Cell {
 	rc := report.Cell{Workload: cell.Workload, Flush: cell.Flush, Replication: cell.Replication, Index: cell.Index, Mode: cell.Mode,
 		BodyBytes: cell.BodyBytes, Producers: cell.Producers, Statuses: map[string]int64{}, RecordBytes: engine.RecordSize(cell.BodyBytes)}
@@ -332,7 +317,7 @@ func runCell(ctx context.Context, cfg *matrix.Config, o Options, pr *progress, i
 		rc.ConsumeMsgsPerSec = ceiling.NewStat(cons).Median
 		rc.EndToEndP99us = us(e2e.Quantile(0.99))
 	}
-	rc.CDF = thin(&lat)
+	rc.CDF = report.ThinCDF(&lat)
 	if ceil != nil {
 		rc.Ceiling, rc.CeilingValue = cellCeiling(ceil, cell, rc.RecordBytes)
 		if rc.CeilingValue > 0 {
@@ -408,7 +393,7 @@ func runPeers(ctx context.Context, cfg *matrix.Config, o Options, pr *progress) 
 					st := ceiling.NewStat(mps)
 					rp.MsgsPerSec, rp.MsgsPerSecMin, rp.MsgsPerSecMax = st.Median, st.Min, st.Max
 					rp.P50us, rp.P99us, rp.P999us = us(lat.Quantile(0.5)), us(lat.Quantile(0.99)), us(lat.Quantile(0.999))
-					rp.CDF = thin(&lat)
+					rp.CDF = report.ThinCDF(&lat)
 				}
 				out = append(out, rp)
 			}

@@ -109,36 +109,18 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]remoting
 	return out, nil
 }
 
-// AwaitAck implements remoting.Backend: it waits for what the flush and
-// replication policies require. Both deadlines start now.
+// AwaitAck implements remoting.Backend: AckAsync's answer, waited for.
+// When ctx ends first the result is not used (the client is gone); the
+// callback still runs, and counts, when the wait ends.
 func (b backend) AwaitAck(ctx context.Context, end int64) remoting.AckStatus {
-	start := time.Now()
-	defer b.n.metrics.ackLatency.UpdateDuration(start)
-	fp, rp := b.n.flushPolicy, b.n.replicationPolicy()
-	if rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas {
-		b.n.metrics.ackStatus(remoting.AckSlaveNotAvailable).Inc()
-		return remoting.AckSlaveNotAvailable
+	ch := make(chan remoting.AckStatus, 1)
+	b.AckAsync(end, func(st remoting.AckStatus) { ch <- st })
+	select {
+	case st := <-ch:
+		return st
+	case <-ctx.Done():
+		return remoting.AckFlushDiskTimeout
 	}
-	if fp.WaitFlush {
-		fctx, cancel := context.WithDeadline(ctx, start.Add(fp.Timeout))
-		err := b.store().WaitFlushed(fctx, end)
-		cancel()
-		if err != nil {
-			b.n.metrics.ackStatus(remoting.AckFlushDiskTimeout).Inc()
-			return remoting.AckFlushDiskTimeout
-		}
-	}
-	if rp.WaitReplicas > 0 {
-		rctx, cancel := context.WithDeadline(ctx, start.Add(rp.Timeout))
-		err := b.n.host.WaitReplicated(rctx, end)
-		cancel()
-		if err != nil {
-			b.n.metrics.ackStatus(remoting.AckFlushSlaveTimeout).Inc()
-			return remoting.AckFlushSlaveTimeout
-		}
-	}
-	b.n.metrics.ackStatus(remoting.AckOK).Inc()
-	return remoting.AckOK
 }
 
 // AckNow implements remoting.Backend.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/keelmq/keel/bench/ceiling"
+	"github.com/keelmq/keel/bench/hist"
 )
 
 func sample() *Results {
@@ -158,5 +159,31 @@ func TestWireRows(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "## Wire") {
 		t.Errorf("markdown lacks the wire section")
+	}
+}
+
+// TestThinCDF: at most 64 points, in µs, increasing, ending at the
+// histogram's last point.
+func TestThinCDF(t *testing.T) {
+	var h hist.Histogram
+	if pts := ThinCDF(&h); len(pts) != 0 {
+		t.Fatalf("empty histogram: %v", pts)
+	}
+	for i := int64(1); i <= 100000; i++ {
+		h.Record(i * 997)
+	}
+	full := h.CDF()
+	pts := ThinCDF(&h)
+	if len(pts) == 0 || len(pts) > 65 || len(full) <= 64 {
+		t.Fatalf("%d points from %d", len(pts), len(full))
+	}
+	last := full[len(full)-1]
+	if got := pts[len(pts)-1]; got.Us != float64(last.Value)/1e3 || got.Fraction != last.Fraction {
+		t.Fatalf("last point %+v, want %+v", got, last)
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].Us <= pts[i-1].Us || pts[i].Fraction < pts[i-1].Fraction {
+			t.Fatalf("not increasing at %d: %+v", i, pts[i-1:i+1])
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/bench/ceiling"
+	"github.com/keelmq/keel/bench/hist"
 )
 
 // SchemaVersion is the version of the results.json layout. It changes
@@ -157,6 +158,22 @@ type Run struct {
 type CDFPoint struct {
 	Us       float64 `json:"us"`
 	Fraction float64 `json:"fraction"`
+}
+
+// ThinCDF is h's CDF (values in ns) as at most 64 points in µs, keeping
+// the last point.
+func ThinCDF(h *hist.Histogram) []CDFPoint {
+	pts := h.CDF()
+	var out []CDFPoint
+	step := max(1, (len(pts)+63)/64)
+	for i := 0; i < len(pts); i += step {
+		out = append(out, CDFPoint{Us: float64(pts[i].Value) / 1e3, Fraction: pts[i].Fraction})
+	}
+	if len(pts) > 0 && (len(pts)-1)%step != 0 {
+		last := pts[len(pts)-1]
+		out = append(out, CDFPoint{Us: float64(last.Value) / 1e3, Fraction: last.Fraction})
+	}
+	return out
 }
 
 // Peer is one peer configuration over its repeats.

@@ -191,7 +191,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 					st := ceiling.NewStat(a.mps)
 					a.row.MsgsPerSec, a.row.MsgsPerSecMin, a.row.MsgsPerSecMax = st.Median, st.Min, st.Max
 					a.row.P50us, a.row.P99us, a.row.P999us = us(a.lat.Quantile(0.5)), us(a.lat.Quantile(0.99)), us(a.lat.Quantile(0.999))
-					a.row.CDF = thin(&a.lat)
+					a.row.CDF = report.ThinCDF(&a.lat)
 					switch {
 					case systems[i].nats && systems[i].profile == NATSConfig:
 						natsMPS = a.row.MsgsPerSec
@@ -217,18 +217,3 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
-
-// thin reduces a histogram's CDF to at most 64 points, keeping the last.
-func thin(h *hist.Histogram) []report.CDFPoint {
-	pts := h.CDF()
-	var out []report.CDFPoint
-	step := max(1, (len(pts)+63)/64)
-	for i := 0; i < len(pts); i += step {
-		out = append(out, report.CDFPoint{Us: us(pts[i].Value), Fraction: pts[i].Fraction})
-	}
-	if len(pts) > 0 && (len(pts)-1)%step != 0 {
-		last := pts[len(pts)-1]
-		out = append(out, report.CDFPoint{Us: us(last.Value), Fraction: last.Fraction})
-	}
-	return out
-}

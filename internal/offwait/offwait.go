@@ -23,34 +23,34 @@ type Waiters struct {
 	// Notify's deadlines: every Notify waiter is also queued here in
 	// arrival order, and one timer fires at the earliest pending deadline
 	// (no timer per waiter). Released waiters are trimmed from the front.
-	timed   []*Waiter
+	timed   []*waiter
 	timer   *time.Timer
 	timerAt int64 // unix ns the timer is set for; 0 when not armed
 }
 
-// Waiter is one registered wait: Done is closed when it is released, or,
-// for a waiter added with AddFunc, its function is called.
-type Waiter struct {
-	Off      int64
+// waiter is one registered wait: its channel is closed when it is
+// released (Wait's waiters), or its function is called (Notify's).
+type waiter struct {
+	off      int64
 	ch       chan struct{}
 	fn       func()
 	deadline int64 // Notify waiters: unix ns after which they time out
 	idx      int   // position in the heap, -1 once released or removed
 }
 
-// Done returns the channel Release or ReleaseAll closes.
-func (w *Waiter) Done() <-chan struct{} { return w.ch }
+// done returns the channel Release or ReleaseAll closes.
+func (w *waiter) done() <-chan struct{} { return w.ch }
 
-type waiterHeap []*Waiter
+type waiterHeap []*waiter
 
 func (h waiterHeap) Len() int           { return len(h) }
-func (h waiterHeap) Less(i, j int) bool { return h[i].Off < h[j].Off }
+func (h waiterHeap) Less(i, j int) bool { return h[i].off < h[j].off }
 func (h waiterHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].idx, h[j].idx = i, j
 }
 func (h *waiterHeap) Push(x any) {
-	w := x.(*Waiter)
+	w := x.(*waiter)
 	w.idx = len(*h)
 	*h = append(*h, w)
 }
@@ -63,33 +63,21 @@ func (h *waiterHeap) Pop() any {
 	return w
 }
 
-// Add registers a waiter for off. The caller must check the offset again
-// after Add (it may have been reached just before) and Remove the waiter
+// add registers a waiter for off. The caller must check the offset again
+// after add (it may have been reached just before) and remove the waiter
 // when it stops waiting without being released.
-func (ws *Waiters) Add(off int64) *Waiter {
-	w := &Waiter{Off: off, ch: make(chan struct{})}
+func (ws *Waiters) add(off int64) *waiter {
+	w := &waiter{off: off, ch: make(chan struct{})}
 	ws.mu.Lock()
 	heap.Push(&ws.h, w)
 	ws.mu.Unlock()
 	return w
 }
 
-// AddFunc registers fn to be called, once, when a Release reaches off
-// or a ReleaseAll runs: on the releasing goroutine, after Waiters' lock is
-// released, so fn must be quick and must not block. Done is nil for such a
-// waiter. As with Add, the caller re-checks the offset after AddFunc.
-func (ws *Waiters) AddFunc(off int64, fn func()) *Waiter {
-	w := &Waiter{Off: off, fn: fn}
-	ws.mu.Lock()
-	heap.Push(&ws.h, w)
-	ws.mu.Unlock()
-	return w
-}
-
-// Remove unregisters w if it is still waiting and reports whether it was:
+// remove unregisters w if it is still waiting and reports whether it was:
 // true means w was neither released nor removed before, so nobody else
 // will close its channel or call its function.
-func (ws *Waiters) Remove(w *Waiter) bool {
+func (ws *Waiters) remove(w *waiter) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if w.idx < 0 {
@@ -103,8 +91,8 @@ func (ws *Waiters) Remove(w *Waiter) bool {
 func (ws *Waiters) Release(reached int64) {
 	var fns []func()
 	ws.mu.Lock()
-	for len(ws.h) > 0 && ws.h[0].Off <= reached {
-		fns = wake(heap.Pop(&ws.h).(*Waiter), fns)
+	for len(ws.h) > 0 && ws.h[0].off <= reached {
+		fns = wake(heap.Pop(&ws.h).(*waiter), fns)
 	}
 	ws.mu.Unlock()
 	for _, fn := range fns {
@@ -118,7 +106,7 @@ func (ws *Waiters) ReleaseAll() {
 	var fns []func()
 	ws.mu.Lock()
 	for len(ws.h) > 0 {
-		fns = wake(heap.Pop(&ws.h).(*Waiter), fns)
+		fns = wake(heap.Pop(&ws.h).(*waiter), fns)
 	}
 	ws.mu.Unlock()
 	for _, fn := range fns {
@@ -126,7 +114,7 @@ func (ws *Waiters) ReleaseAll() {
 	}
 }
 
-func wake(w *Waiter, fns []func()) []func() {
+func wake(w *waiter, fns []func()) []func() {
 	if w.fn != nil {
 		return append(fns, w.fn)
 	}
@@ -147,19 +135,19 @@ func (ws *Waiters) Wait(ctx context.Context, off int64, reached func() bool, sto
 	if reached() {
 		return nil
 	}
-	w := ws.Add(off)
+	w := ws.add(off)
 	if reached() {
-		ws.Remove(w)
+		ws.remove(w)
 		return nil
 	}
 	select {
-	case <-w.Done():
+	case <-w.done():
 		return nil
 	case <-ctx.Done():
-		ws.Remove(w)
+		ws.remove(w)
 		return ctx.Err()
 	case <-stop:
-		ws.Remove(w)
+		ws.remove(w)
 		return ErrStopped
 	}
 }
@@ -178,14 +166,14 @@ func (ws *Waiters) Notify(off int64, timeout time.Duration, reached func() bool,
 		fn(true)
 		return
 	}
-	w := &Waiter{Off: off, fn: func() { fn(reached()) }, deadline: time.Now().Add(timeout).UnixNano()}
+	w := &waiter{off: off, fn: func() { fn(reached()) }, deadline: time.Now().Add(timeout).UnixNano()}
 	ws.mu.Lock()
 	heap.Push(&ws.h, w)
 	ws.timed = append(ws.timed, w)
 	ws.trimLocked()
 	ws.armLocked(w.deadline)
 	ws.mu.Unlock()
-	if reached() && ws.Remove(w) {
+	if reached() && ws.remove(w) {
 		fn(true)
 	}
 }
@@ -202,7 +190,7 @@ func (ws *Waiters) trimLocked() {
 		ws.timed = ws.timed[i:]
 	}
 	if cap(ws.timed) > 64 && len(ws.timed) < cap(ws.timed)/4 {
-		ws.timed = append([]*Waiter(nil), ws.timed...)
+		ws.timed = append([]*waiter(nil), ws.timed...)
 	}
 }
 

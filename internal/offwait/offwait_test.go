@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-func closed(w *Waiter) bool {
+func closed(w *waiter) bool {
 	select {
-	case <-w.Done():
+	case <-w.done():
 		return true
 	default:
 		return false
@@ -20,7 +20,7 @@ func closed(w *Waiter) bool {
 
 func TestReleaseOnlyReached(t *testing.T) {
 	var ws Waiters
-	a, b, c := ws.Add(100), ws.Add(50), ws.Add(200)
+	a, b, c := ws.add(100), ws.add(50), ws.add(200)
 	ws.Release(120)
 	if !closed(a) || !closed(b) {
 		t.Fatal("waiters at 100 and 50 not released at 120")
@@ -28,9 +28,9 @@ func TestReleaseOnlyReached(t *testing.T) {
 	if closed(c) {
 		t.Fatal("waiter at 200 released at 120")
 	}
-	d := ws.Add(150)
-	ws.Remove(d)
-	ws.Remove(d) // twice is a no-op
+	d := ws.add(150)
+	ws.remove(d)
+	ws.remove(d) // twice is a no-op
 	ws.Release(1000)
 	if !closed(c) || closed(d) {
 		t.Fatalf("after release(1000): c=%v d(removed)=%v", closed(c), closed(d))
@@ -38,7 +38,7 @@ func TestReleaseOnlyReached(t *testing.T) {
 	if n := ws.Len(); n != 0 {
 		t.Fatalf("%d waiters left", n)
 	}
-	e := ws.Add(5000)
+	e := ws.add(5000)
 	ws.ReleaseAll()
 	if !closed(e) {
 		t.Fatal("ReleaseAll left a waiter")
@@ -55,9 +55,9 @@ func TestConcurrent(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
-				w := ws.Add(int64(g*1000 + i))
+				w := ws.add(int64(g*1000 + i))
 				if i%3 == 0 {
-					ws.Remove(w)
+					ws.remove(w)
 				}
 				if i%50 == 0 {
 					ws.Release(int64(g * 1000))

@@ -32,14 +32,8 @@ func NewAsync() sdk.FlushStrategy {
 // Configure implements sdk.Plugin: keys interval, least_pages,
 // thorough_interval.
 func (s *asyncStrategy) Configure(ctx context.Context, cfg sdk.Config) error {
-	if err := s.checkConfigurable(); err != nil {
-		return err
-	}
-	c := defaultAsyncConfig()
-	if err := decodeConfig(cfg, &c); err != nil {
-		return err
-	}
-	if err := c.validate(cfg); err != nil {
+	c, err := configure(&s.base, cfg, defaultAsyncConfig())
+	if err != nil {
 		return err
 	}
 	s.cfg = c
@@ -141,14 +135,8 @@ func NewBuffered() sdk.FlushStrategy {
 // Configure implements sdk.Plugin: keys commit_interval, interval,
 // least_pages, thorough_interval.
 func (s *bufferedStrategy) Configure(ctx context.Context, cfg sdk.Config) error {
-	if err := s.checkConfigurable(); err != nil {
-		return err
-	}
-	c := defaultBufferedConfig()
-	if err := decodeConfig(cfg, &c); err != nil {
-		return err
-	}
-	if err := c.validate(cfg); err != nil {
+	c, err := configure(&s.base, cfg, defaultBufferedConfig())
+	if err != nil {
 		return err
 	}
 	s.cfg = c

@@ -167,3 +167,15 @@ func decodeConfig(cfg sdk.Config, out any) error {
 	}
 	return nil
 }
+
+// configure decodes cfg strictly over def (a strategy's defaults) and
+// validates the result, for a strategy that may still be configured.
+func configure[C interface{ validate(sdk.Config) error }](b *base, cfg sdk.Config, def C) (C, error) {
+	if err := b.checkConfigurable(); err != nil {
+		return def, err
+	}
+	if err := decodeConfig(cfg, &def); err != nil {
+		return def, err
+	}
+	return def, def.validate(cfg)
+}

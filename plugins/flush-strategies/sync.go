@@ -37,14 +37,8 @@ func NewSync() sdk.FlushStrategy {
 
 // Configure implements sdk.Plugin: keys timeout.
 func (s *syncStrategy) Configure(ctx context.Context, cfg sdk.Config) error {
-	if err := s.checkConfigurable(); err != nil {
-		return err
-	}
-	c := defaultSyncConfig()
-	if err := decodeConfig(cfg, &c); err != nil {
-		return err
-	}
-	if err := c.validate(cfg); err != nil {
+	c, err := configure(&s.base, cfg, defaultSyncConfig())
+	if err != nil {
 		return err
 	}
 	s.cfg = c
