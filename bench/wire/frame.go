@@ -50,10 +50,7 @@ func newTemplate(cmd *remoting.Command, code int16, runID uint64) (*frameTemplat
 	}
 	bornKey, propKey := fieldNames(code)
 	c := *cmd
-	c.ExtFields = make(map[string]string, len(cmd.ExtFields)+2)
-	for k, v := range cmd.ExtFields {
-		c.ExtFields[k] = v
-	}
+	c.ExtFields = append(make(remoting.Fields, 0, len(cmd.ExtFields)+2), cmd.ExtFields...)
 	c.Opaque = sentinelOpaque
 	c.SetExt(bornKey, strconv.FormatInt(sentinelBorn, 10))
 	c.SetExt(propKey, string(properties(nil, runID, sentinelID)))

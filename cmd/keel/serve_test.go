@@ -143,11 +143,11 @@ func send(t *testing.T, addr, topic, body string, props map[string]string) *remo
 		t.Fatal(err)
 	}
 	defer c.Close()
-	req := &remoting.Command{Code: remoting.CodeSendMessage, Language: "GO", Version: 317, Opaque: 7, ExtFields: map[string]string{
+	req := &remoting.Command{Code: remoting.CodeSendMessage, Language: "GO", Version: 317, Opaque: 7, ExtFields: remoting.FieldsOf(map[string]string{
 		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": "0", "sysFlag": "0", "bornTimestamp": fmt.Sprint(time.Now().UnixMilli()), "flag": "0",
 		"properties": string(record.EncodeProperties(props)), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}, Body: []byte(body)}
+	}), Body: []byte(body)}
 	if _, err := req.WriteTo(c); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestServeLifecycle(t *testing.T) {
 	if resp.Code != 0 {
 		t.Fatalf("send: code %d %s", resp.Code, resp.Remark)
 	}
-	msgID := resp.ExtFields["msgId"]
+	msgID := resp.Ext("msgId")
 	admin := "http://" + n.Addr("admin")
 	var st host.StatusReport
 	getJSON(t, admin+"/status", &st)

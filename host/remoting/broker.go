@@ -171,7 +171,7 @@ type extReader struct {
 
 func (e *extReader) str(keys ...string) string {
 	for _, k := range keys {
-		if v, ok := e.cmd.ExtFields[k]; ok {
+		if v, ok := e.cmd.ExtFields.Get(k); ok {
 			return v
 		}
 	}
@@ -180,7 +180,7 @@ func (e *extReader) str(keys ...string) string {
 
 func (e *extReader) int(bits int, def int64, keys ...string) int64 {
 	for _, k := range keys {
-		v, ok := e.cmd.ExtFields[k]
+		v, ok := e.cmd.ExtFields.Get(k)
 		if !ok || v == "" {
 			continue
 		}
@@ -410,15 +410,23 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 		return NewResponse(req.Cmd, SystemError, fmt.Sprintf("store returned %d results for %d messages", len(res), len(msgs)))
 	}
 	resp = NewResponse(req.Cmd, Success, "")
-	ids := make([]string, len(res))
-	for i, r := range res {
-		ids[i] = record.OffsetMsgID(base.StoreHost, r.PhysOffset)
+	var msgID string
+	if len(res) == 1 {
+		msgID = record.OffsetMsgID(base.StoreHost, res[0].PhysOffset)
+	} else {
+		ids := make([]string, len(res))
+		for i, r := range res {
+			ids[i] = record.OffsetMsgID(base.StoreHost, r.PhysOffset)
+		}
+		msgID = strings.Join(ids, ",")
 	}
-	resp.SetExt("msgId", strings.Join(ids, ","))
-	resp.SetExt("queueId", strconv.Itoa(int(h.queueID)))
-	resp.SetExt("queueOffset", i64s(res[0].QueueOffset))
-	resp.SetExt("MSG_REGION", "DefaultRegion")
-	resp.SetExt("TRACE_ON", "true")
+	resp.ExtFields = Fields{
+		{"msgId", msgID},
+		{"queueId", strconv.Itoa(int(h.queueID))},
+		{"queueOffset", i64s(res[0].QueueOffset)},
+		{"MSG_REGION", "DefaultRegion"},
+		{"TRACE_ON", "true"},
+	}
 
 	if wait, ok := record.GetProperty(msgs[0].Properties, record.PropertyWaitStoreMsgOK); ok && wait == "false" {
 		return resp
@@ -801,7 +809,7 @@ func (b *Broker) notify(groups []string) {
 			defer b.wg.Done()
 			for _, c := range conns {
 				cmd := &Command{Code: CodeNotifyConsumerIDsChanged, Flag: FlagOneway, Language: ServerLanguage, Version: ServerVersion,
-					ExtFields: map[string]string{"consumerGroup": g}}
+					ExtFields: Fields{{"consumerGroup", g}}}
 				_ = c.Send(cmd)
 			}
 		}()

@@ -87,7 +87,7 @@ func decodeAll(t *testing.T, body []byte) []*record.Record {
 
 func extInt(t *testing.T, c *Command, k string) int64 {
 	t.Helper()
-	v, ok := c.ExtFields[k]
+	v, ok := c.ExtFields.Get(k)
 	if !ok {
 		t.Fatalf("response %+v lacks %s", c, k)
 	}
@@ -259,8 +259,8 @@ func testSendAckDoesNotBlockConnection(t *testing.T, mode int) {
 	gate := make(chan struct{})
 	e.be.ackGate, e.be.ackMode = gate, mode
 	c := dialTest(t, e.addr)
-	s1 := c.start(&Command{Code: CodeSendMessage, ExtFields: sendExt("T", 0, ""), Body: []byte("1")})
-	s2 := c.start(&Command{Code: CodeSendMessage, ExtFields: sendExt("T", 0, ""), Body: []byte("2")})
+	s1 := c.start(&Command{Code: CodeSendMessage, ExtFields: FieldsOf(sendExt("T", 0, "")), Body: []byte("1")})
+	s2 := c.start(&Command{Code: CodeSendMessage, ExtFields: FieldsOf(sendExt("T", 0, "")), Body: []byte("2")})
 	r := c.call(CodeGetMaxOffset, map[string]string{"topic": "T", "queueId": "0"}, nil)
 	if r.Ext("offset") != "2" {
 		t.Fatalf("max offset while acks pending: %+v", r)
@@ -339,7 +339,7 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 	producer := dialTest(t, e.addr)
 	e.send(t, producer, "LP", 0, "first", "")
 	start := time.Now()
-	ch := c.start(&Command{Code: CodePullMessage, ExtFields: pullExt("G", "LP", 0, 1, 10000)})
+	ch := c.start(&Command{Code: CodePullMessage, ExtFields: FieldsOf(pullExt("G", "LP", 0, 1, 10000))})
 	time.Sleep(100 * time.Millisecond)
 	select {
 	case r := <-ch:
@@ -371,7 +371,7 @@ func TestLongPollOnNewQueueWakes(t *testing.T) {
 	e := newBrokerEnv(t, BrokerConfig{AutoCreateTopics: true})
 	e.be.CreateTopic(TopicInfo{Name: "NEW", ReadQueues: 1, WriteQueues: 1, Perm: PermReadWrite})
 	c := dialTest(t, e.addr)
-	ch := c.start(&Command{Code: CodePullMessage, ExtFields: pullExt("G", "NEW", 0, 0, 10000)})
+	ch := c.start(&Command{Code: CodePullMessage, ExtFields: FieldsOf(pullExt("G", "NEW", 0, 0, 10000))})
 	time.Sleep(50 * time.Millisecond)
 	e.send(t, dialTest(t, e.addr), "NEW", 0, "x", "")
 	select {
@@ -443,7 +443,7 @@ func TestPullResponseTable(t *testing.T) {
 				t.Fatalf("code %d next %s caughtUp %v; want %d %d %v", resp.Code, resp.Ext("nextBeginOffset"), cu, tc.code, tc.next, tc.caughtUp)
 			}
 			for _, k := range []string{"minOffset", "maxOffset", "suggestWhichBrokerId"} {
-				if _, ok := resp.ExtFields[k]; !ok {
+				if _, ok := resp.ExtFields.Get(k); !ok {
 					t.Fatalf("missing %s", k)
 				}
 			}

@@ -103,7 +103,7 @@ func (c *testClient) callTimeout(cmd *Command, timeout time.Duration) (*Command,
 
 func (c *testClient) call(code int16, ext map[string]string, body []byte) *Command {
 	c.t.Helper()
-	r, err := c.callTimeout(&Command{Code: code, ExtFields: ext, Body: body}, 5*time.Second)
+	r, err := c.callTimeout(&Command{Code: code, ExtFields: FieldsOf(ext), Body: body}, 5*time.Second)
 	if err != nil {
 		c.t.Fatalf("call code %d: %v", code, err)
 	}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 )
@@ -79,9 +78,10 @@ type Command struct {
 	Flag int32
 	// Remark is free text, usually the error message of a failed response.
 	Remark string
-	// ExtFields holds the custom header fields. On output the values are
-	// always JSON strings, which is what rocketmq-client-go requires.
-	ExtFields map[string]string
+	// ExtFields holds the custom header fields. On output they are written
+	// sorted by key, each key once (its last value), the values always as
+	// JSON strings, which is what rocketmq-client-go requires.
+	ExtFields Fields
 	// Body is the payload after the header; nil and empty are equivalent.
 	Body []byte
 	// SerializeType is the header encoding: SerializeJSON or
@@ -97,19 +97,12 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns the extension field k, or "" if absent.
 func (c *Command) Ext(k string) string {
-	if c.ExtFields == nil {
-		return ""
-	}
-	return c.ExtFields[k]
+	v, _ := c.ExtFields.Get(k)
+	return v
 }
 
-// SetExt sets extension field k to v, allocating the map if needed.
-func (c *Command) SetExt(k, v string) {
-	if c.ExtFields == nil {
-		c.ExtFields = make(map[string]string)
-	}
-	c.ExtFields[k] = v
-}
+// SetExt sets extension field k to v.
+func (c *Command) SetExt(k, v string) { c.ExtFields.Set(k, v) }
 
 // NewResponse returns a response to req with the given code and remark,
 // carrying req's opaque and serialize type.
@@ -257,13 +250,14 @@ func decodeJSONHeaderStd(h []byte) (*Command, error) {
 		c.Remark = *jh.Remark
 	}
 	if len(jh.ExtFields) > 0 {
-		c.ExtFields = make(map[string]string, len(jh.ExtFields))
+		c.ExtFields = make(Fields, 0, len(jh.ExtFields))
 		for k, v := range jh.ExtFields {
 			if isJSONNull(v) {
 				continue
 			}
-			c.ExtFields[k] = jsonLenientString(v)
+			c.ExtFields = append(c.ExtFields, Field{k, jsonLenientString(v)})
 		}
+		c.ExtFields = c.ExtFields.unique(c.ExtFields[:0:0])
 	}
 	return c, nil
 }
@@ -322,12 +316,12 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 			return nil, fmt.Errorf("binary header: extFields length %d exceeds remaining %d: %w", extLen, len(d.b), ErrMalformed)
 		}
 		e := binReader{b: d.bytes(extLen)}
-		c.ExtFields = make(map[string]string)
+		c.ExtFields = Fields{}
 		for len(e.b) > 0 && e.err == nil {
 			k := string(e.bytes(int(e.u16())))
 			v := string(e.bytes(int(int32(e.u32()))))
 			if e.err == nil {
-				c.ExtFields[k] = v
+				c.ExtFields = append(c.ExtFields, Field{k, v})
 			}
 		}
 		if e.err != nil {
@@ -430,15 +424,6 @@ func (c *Command) language() string {
 	return c.Language
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
@@ -453,24 +438,14 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	var small [16]string
-	var keys []string
-	if len(c.ExtFields) <= len(small) {
-		keys = small[:0]
-		for k := range c.ExtFields {
-			keys = append(keys, k)
-		}
-		sortSmall(keys)
-	} else {
-		keys = sortedKeys(c.ExtFields)
-	}
-	for i, k := range keys {
+	var small [16]Field
+	for i, f := range c.ExtFields.unique(small[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = appendJSONString(dst, f.Key)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, c.ExtFields[k])
+		dst = appendJSONString(dst, f.Value)
 	}
 	dst = append(dst, `},"serializeTypeCurrentRPC":"JSON"}`...)
 	return dst
@@ -486,8 +461,9 @@ func (c *Command) appendBinaryHeader(dst []byte) []byte {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	for _, k := range sortedKeys(c.ExtFields) {
-		v := c.ExtFields[k]
+	var small [16]Field
+	for _, f := range c.ExtFields.unique(small[:0]) {
+		k, v := f.Key, f.Value
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 		dst = append(dst, k...)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))

@@ -170,11 +170,13 @@ func foldsToKnownField(key []byte) bool {
 	return false
 }
 
-// extFields parses an object of extension fields into a map, with the
-// leniency of decodeJSONHeaderStd: the last of duplicate keys wins, a null
-// value removes the key, and a non-empty object yields a non-nil map even
-// when every value is null.
-func (p *fastParser) extFields() (map[string]string, bool) {
+// extFields parses an object of extension fields into Fields, each key and
+// value a substring of the header where no escape forces a copy, in
+// arrival order; a repeated key is appended again, and Fields.Get returns
+// the last, as decodeJSONHeaderStd's map does. It declines on a null value
+// (which removes the key in decodeJSONHeaderStd: deleting here would make
+// a header of many nulls quadratic).
+func (p *fastParser) extFields() (Fields, bool) {
 	if !p.eat('{') {
 		return nil, false
 	}
@@ -182,10 +184,10 @@ func (p *fastParser) extFields() (map[string]string, bool) {
 	if p.eat('}') {
 		return nil, true
 	}
-	m := make(map[string]string, 16) // a send header has 13
+	f := make(Fields, 0, 16) // a send header has 13
 	for {
 		p.ws()
-		key, ok := p.str()
+		key, ok := p.strString()
 		if !ok {
 			return nil, false
 		}
@@ -195,15 +197,10 @@ func (p *fastParser) extFields() (map[string]string, bool) {
 		}
 		p.ws()
 		v, null, ok := p.lenient()
-		if !ok {
+		if !ok || null {
 			return nil, false
 		}
-		k := internKey(key)
-		if null {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
+		f = append(f, Field{key, v})
 		p.ws()
 		if p.eat(',') {
 			continue
@@ -211,33 +208,8 @@ func (p *fastParser) extFields() (map[string]string, bool) {
 		if !p.eat('}') {
 			return nil, false
 		}
-		return m, true
+		return f, true
 	}
-}
-
-// commonKeys are extension field names clients send on every request; the
-// decoder returns these constants instead of allocating a copy each time.
-var commonKeys = func() map[string]string {
-	m := make(map[string]string)
-	for _, k := range []string{
-		"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n",
-		"topic", "queueId", "producerGroup", "defaultTopic", "defaultTopicQueueNums",
-		"sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes",
-		"unitMode", "batch", "maxReconsumeTimes", "consumerGroup", "queueOffset",
-		"maxMsgNums", "commitOffset", "suspendTimeoutMillis", "subscription",
-		"subVersion", "expressionType", "msgId", "transactionId", "offset",
-		"commitLog", "clientID", "group",
-	} {
-		m[k] = k
-	}
-	return m
-}()
-
-func internKey(b []byte) string {
-	if s, ok := commonKeys[string(b)]; ok {
-		return s
-	}
-	return string(b)
 }
 
 // lenient reads any JSON value and turns it into a string as
@@ -607,17 +579,3 @@ var jsonSafeASCII = func() (t [utf8.RuneSelf]bool) {
 	}
 	return t
 }()
-
-// sortSmall sorts keys in place by insertion sort; it is meant for the
-// handful of extension fields a header carries and does not allocate.
-func sortSmall(keys []string) {
-	for i := 1; i < len(keys); i++ {
-		k := keys[i]
-		j := i
-		for j > 0 && keys[j-1] > k {
-			keys[j] = keys[j-1]
-			j--
-		}
-		keys[j] = k
-	}
-}

@@ -27,12 +27,12 @@ func checkFastEquivalent(t interface {
 		if stdErr != nil {
 			t.Fatalf("fast path accepts %q, encoding/json rejects it: %v", h, stdErr)
 		}
-		if !reflect.DeepEqual(fast, std) {
+		if !reflect.DeepEqual(canonical(fast), canonical(std)) {
 			t.Fatalf("fast path differs on %q\nfast %#v\n std %#v", h, fast, std)
 		}
 	}
 	got, err := decodeJSONHeader(h)
-	if (err == nil) != (stdErr == nil) || !reflect.DeepEqual(got, std) {
+	if (err == nil) != (stdErr == nil) || !reflect.DeepEqual(canonical(got), canonical(std)) {
 		t.Fatalf("decodeJSONHeader differs on %q: %v vs %v\n%#v\n%#v", h, err, stdErr, got, std)
 	}
 }
@@ -48,8 +48,9 @@ var fastCases = []struct {
 	{` { "code" : -32768 , "opaque":2147483647,"version":-2147483648 } `, true},
 	{`{}`, true},
 	{`{"extFields":{}}`, true},
-	{`{"extFields":{"n":null}}`, true},
-	{`{"extFields":{"a":"1","a":null,"b":2,"b":"x"}}`, true},
+	{`{"extFields":{"n":null}}`, false}, // a null ext value is left to encoding/json
+	{`{"extFields":{"a":"1","a":null,"b":2,"b":"x"}}`, false},
+	{`{"extFields":{"a":"1","a":"2","b":2,"b":"x"}}`, true}, // repeated keys: the last wins
 	{`{"extFields":null}`, true},
 	{`{"language":0,"remark":null,"extFields":{"queueId":3,"b":true,"o":{ "x" : [1, 2.5e-3, "y"] },"s":"x"},"other":[1],"x":{"y":null}}`, true},
 	{`{"language":null,"code":null}`, true},
@@ -109,7 +110,7 @@ func FuzzFastHeaderEquivalence(f *testing.F) {
 	for _, tc := range fastCases {
 		f.Add([]byte(tc.h))
 	}
-	f.Add((&Command{Code: 10, Opaque: 2, Remark: "r\"\\\n", ExtFields: map[string]string{"a": "b\x01c\x02", "é": "\u2028"}}).AppendFrame(nil)[8:])
+	f.Add((&Command{Code: 10, Opaque: 2, Remark: "r\"\\\n", ExtFields: FieldsOf(map[string]string{"a": "b\x01c\x02", "é": "\u2028"})}).AppendFrame(nil)[8:])
 	f.Fuzz(func(t *testing.T, h []byte) {
 		checkFastEquivalent(t, h)
 	})
@@ -133,18 +134,19 @@ func TestFastRoundTripProperty(t *testing.T) {
 			t.Fatalf("fast path declined encoder output %q", h)
 		}
 		std, err := decodeJSONHeaderStd(h)
-		if err != nil || !reflect.DeepEqual(fast, std) {
+		if err != nil || !reflect.DeepEqual(canonical(fast), canonical(std)) {
 			t.Fatalf("fast %#v\nstd %#v (%v)", fast, std, err)
 		}
 		want := *c
 		want.Remark = strings.ToValidUTF8(c.Remark, "\uFFFD")
 		if c.ExtFields != nil {
-			want.ExtFields = make(map[string]string)
-			for k, v := range c.ExtFields {
-				want.ExtFields[strings.ToValidUTF8(k, "\uFFFD")] = strings.ToValidUTF8(v, "\uFFFD")
+			m := make(map[string]string)
+			for k, v := range c.ExtFields.Map() {
+				m[strings.ToValidUTF8(k, "\uFFFD")] = strings.ToValidUTF8(v, "\uFFFD")
 			}
+			want.ExtFields = FieldsOf(m)
 		}
-		if validKeys(c.ExtFields) && !reflect.DeepEqual(fast, &want) {
+		if validKeys(c.ExtFields.Map()) && !reflect.DeepEqual(canonical(fast), canonical(&want)) {
 			t.Fatalf("round trip\n got %#v\nwant %#v", fast, &want)
 		}
 	})
@@ -252,13 +254,14 @@ func appendJSONHeaderRef(c *Command, dst []byte) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONStringRef(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	for i, k := range sortedKeys(c.ExtFields) {
+	m := c.ExtFields.Map()
+	for i, k := range sortedKeys(m) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = appendJSONStringRef(dst, k)
 		dst = append(dst, ':')
-		dst = appendJSONStringRef(dst, c.ExtFields[k])
+		dst = appendJSONStringRef(dst, m[k])
 	}
 	return append(dst, `},"serializeTypeCurrentRPC":"JSON"}`...)
 }
@@ -275,9 +278,9 @@ func TestEncodeMatchesReferenceProperty(t *testing.T) {
 		c := genCommand(t)
 		if n := rapid.IntRange(0, 40).Draw(t, "many"); n > 16 {
 			// Exercise the sortedKeys path for large maps.
-			c.ExtFields = make(map[string]string)
+			c.ExtFields = nil
 			for i := range n {
-				c.ExtFields[fmt.Sprint("k", i)] = fmt.Sprint(i)
+				c.ExtFields = append(c.ExtFields, Field{fmt.Sprint("k", i), fmt.Sprint(i)})
 			}
 		}
 		if got, want := c.appendJSONHeader(nil), appendJSONHeaderRef(c, nil); !bytes.Equal(got, want) {
@@ -288,11 +291,11 @@ func TestEncodeMatchesReferenceProperty(t *testing.T) {
 
 // benchSendHeader is a representative SEND_MESSAGE_V2 request header, as the
 // wire benchmark's producers send it.
-var benchSendHeader = (&Command{Code: 310, Language: "GO", Version: 317, Opaque: 123456, ExtFields: map[string]string{
+var benchSendHeader = (&Command{Code: 310, Language: "GO", Version: 317, Opaque: 123456, ExtFields: FieldsOf(map[string]string{
 	"a": "ProducerGroupName", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "3", "f": "0",
 	"g": "1732900000000", "h": "0", "i": "KEYS\x01k-1\x02WAIT\x01true\x02UNIQ_KEY\x017F00000100002A9F0000000000000001\x02",
 	"j": "0", "k": "false", "m": "false",
-}}).AppendFrame(nil)[8:]
+})}).AppendFrame(nil)[8:]
 
 func BenchmarkDecodeHeader(b *testing.B) {
 	for _, bc := range []struct {
@@ -322,10 +325,10 @@ func BenchmarkDecodeHeader(b *testing.B) {
 func BenchmarkEncodeResponse(b *testing.B) {
 	req := &Command{Opaque: 99}
 	resp := NewResponse(req, 0, "")
-	resp.ExtFields = map[string]string{
+	resp.ExtFields = FieldsOf(map[string]string{
 		"msgId": "7F00000100002A9F0000000000001234", "queueId": "3", "queueOffset": "123456",
 		"transactionId": "7F00000100002A9F0000000000001234", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true",
-	}
+	})
 	buf := make([]byte, 0, 1024)
 	b.Run("old", func(b *testing.B) {
 		b.ReportAllocs()

@@ -248,6 +248,15 @@ type Conn struct {
 	readBusy  atomic.Bool
 	flushKick chan struct{}
 
+	// wlock serializes writes to nc: the writer goroutine's and the
+	// reader's own (rbuf).
+	wlock sync.Mutex
+	// rbuf holds the frames the reader answered inline in its current
+	// batch (handlers that return their response); the reader writes it
+	// itself when the batch ends, without waking the writer goroutine.
+	// Only the reader touches it.
+	rbuf []byte
+
 	pmu     sync.Mutex
 	pending map[int32]chan *Command
 
@@ -368,7 +377,7 @@ func (c *Conn) enqueue(cmd *Command) error {
 // answered with one write(2).
 func (c *Conn) writeLoop() {
 	defer c.srv.wg.Done()
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	bw := bufio.NewWriterSize(lockedWriter{c}, 64<<10)
 	var buf []byte
 	for {
 		var cmd *Command
@@ -404,6 +413,51 @@ func (c *Conn) writeLoop() {
 	}
 }
 
+// lockedWriter writes to the connection under its wlock.
+type lockedWriter struct{ c *Conn }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.c.wlock.Lock()
+	defer w.c.wlock.Unlock()
+	return w.c.nc.Write(p)
+}
+
+// inlineFlushBytes is how much the reader buffers before writing mid-batch.
+const inlineFlushBytes = 64 << 10
+
+// replyInline is Reply for a response the handler returned on the reader
+// goroutine: it is encoded into rbuf, which flushInline writes.
+func (c *Conn) replyInline(r *Request, resp *Command) bool {
+	if r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+		return true
+	}
+	r.prepare(resp)
+	c.rbuf = resp.AppendFrame(c.rbuf)
+	if len(c.rbuf) >= inlineFlushBytes {
+		return c.flushInline()
+	}
+	return true
+}
+
+// flushInline writes rbuf; false means the write failed and the
+// connection is closed.
+func (c *Conn) flushInline() bool {
+	if len(c.rbuf) == 0 {
+		return true
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+	_, err := lockedWriter{c}.Write(c.rbuf)
+	c.rbuf = c.rbuf[:0]
+	if cap(c.rbuf) > 1<<20 {
+		c.rbuf = nil // do not pin a large pull body
+	}
+	if err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
+}
+
 func (c *Conn) writeFailed(err error) {
 	if c.ctx.Err() == nil {
 		c.srv.log.Info("remoting: write failed, closing connection", "conn", c.String(), "err", err)
@@ -427,9 +481,13 @@ func (c *Conn) readLoop() {
 	}()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if !FrameBuffered(br) {
+			// The next read may block: that is where idleness counts.
+			_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		}
 		cmd, err := ReadCommand(br, s.cfg.MaxFrame)
 		if err != nil {
+			c.flushInline() // answers to the frames before a bad one
 			c.readFailed(err)
 			return
 		}
@@ -446,7 +504,11 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		s.dispatch(c, cmd)
-		if more := FrameBuffered(br); more != c.readBusy.Load() {
+		more := FrameBuffered(br)
+		if !more && !c.flushInline() {
+			return
+		}
+		if more != c.readBusy.Load() {
 			c.readBusy.Store(more)
 			if !more {
 				select {
@@ -479,11 +541,11 @@ func (s *Server) dispatch(c *Conn, cmd *Command) {
 	req := &Request{Cmd: cmd, Conn: c}
 	h := s.handlers[cmd.Code]
 	if h == nil {
-		req.Reply(NewResponse(cmd, RequestCodeNotSupported, fmt.Sprintf("request code %d not supported", cmd.Code)))
+		c.replyInline(req, NewResponse(cmd, RequestCodeNotSupported, fmt.Sprintf("request code %d not supported", cmd.Code)))
 		return
 	}
 	if resp := s.call(h, req); resp != nil {
-		req.Reply(resp)
+		c.replyInline(req, resp)
 	}
 }
 

@@ -74,8 +74,8 @@ func TestServerPipelinedOutOfOrder(t *testing.T) {
 	addr := startServer(t, newEchoServer(ServerConfig{}))
 	c := dialTest(t, addr)
 	// Three requests written back to back: slow, medium, fast (inline).
-	slow := c.start(&Command{Code: codeDelay, ExtFields: map[string]string{"delay": "300ms"}, Body: []byte("slow")})
-	med := c.start(&Command{Code: codeDelay, ExtFields: map[string]string{"delay": "100ms"}, Body: []byte("med")})
+	slow := c.start(&Command{Code: codeDelay, ExtFields: FieldsOf(map[string]string{"delay": "300ms"}), Body: []byte("slow")})
+	med := c.start(&Command{Code: codeDelay, ExtFields: FieldsOf(map[string]string{"delay": "100ms"}), Body: []byte("med")})
 	fast := c.start(&Command{Code: codeEcho, Body: []byte("fast")})
 	for _, w := range []struct {
 		ch   <-chan *Command
@@ -107,7 +107,7 @@ func TestServerManyPipelined(t *testing.T) {
 		if i%3 == 0 {
 			code = codeDelay
 		}
-		chans = append(chans, c.start(&Command{Code: code, ExtFields: map[string]string{"delay": "1ms"}, Body: []byte(strconv.Itoa(i))}))
+		chans = append(chans, c.start(&Command{Code: code, ExtFields: FieldsOf(map[string]string{"delay": "1ms"}), Body: []byte(strconv.Itoa(i))}))
 	}
 	for i, ch := range chans {
 		select {
@@ -256,7 +256,7 @@ func TestServerInitiatedRequests(t *testing.T) {
 		t.Fatalf("remote addr %v, want %v", sc.RemoteAddr(), c.nc.LocalAddr())
 	}
 	// Oneway notify.
-	if err := sc.Send(&Command{Code: CodeNotifyConsumerIDsChanged, Flag: FlagOneway, ExtFields: map[string]string{"consumerGroup": "g"}}); err != nil {
+	if err := sc.Send(&Command{Code: CodeNotifyConsumerIDsChanged, Flag: FlagOneway, ExtFields: FieldsOf(map[string]string{"consumerGroup": "g"})}); err != nil {
 		t.Fatal(err)
 	}
 	n := <-c.inbound
