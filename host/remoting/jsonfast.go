@@ -445,6 +445,14 @@ func (p *fastParser) str() ([]byte, bool) {
 	start := p.i
 	ascii := true
 	for p.i < len(p.b) {
+		// Skip the plain ASCII run in a tight loop; the switch below sees
+		// only quotes, backslashes, control bytes and non-ASCII.
+		for p.i < len(p.b) && strPlain[p.b[p.i]] {
+			p.i++
+		}
+		if p.i >= len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		switch {
 		case c == '"':
@@ -489,6 +497,14 @@ func (p *fastParser) strEscaped(start int) ([]byte, bool) {
 	out := make([]byte, 0, p.i-start+16)
 	out = append(out, p.b[start:p.i]...)
 	for p.i < len(p.b) {
+		run := p.i
+		for p.i < len(p.b) && strPlain[p.b[p.i]] {
+			p.i++
+		}
+		out = append(out, p.b[run:p.i]...)
+		if p.i >= len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		switch {
 		case c == '"':
@@ -571,6 +587,15 @@ func (p *fastParser) hex4() (rune, bool) {
 	p.i += 4
 	return r, true
 }
+
+// strPlain[b] is true for the bytes a JSON string holds as themselves and
+// str skips without a closer look: printable ASCII but '"' and '\\'.
+var strPlain = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
 
 // jsonSafeASCII[b] is true for ASCII bytes appendJSONString copies verbatim.
 var jsonSafeASCII = func() (t [utf8.RuneSelf]bool) {
