@@ -614,6 +614,7 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 	var lastMeta time.Time
 	var metaSent []byte
 	half := int64(m.opts.BatchSize / 2)
+	hb := make([]byte, 0, DataHeaderSize) // DATA headers, reused
 	// bound is the context of every wait: it ends when the next heartbeat
 	// or metadata snapshot is due. It is reused until it ends (the due
 	// time only moves later), so a busy stream creates no timer per wait.
@@ -706,12 +707,12 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 		if boundary > next && next+int64(len(data)) > boundary {
 			data = data[:boundary-next] // never across an epoch boundary
 		}
-		hdr := DataHeader{Offset: next, Epoch: e.Epoch, EpochStart: e.StartOffset, Committed: committed}
+		hb = DataHeader{Offset: next, Epoch: e.Epoch, EpochStart: e.StartOffset, Committed: committed}.appendTo(hb[:0])
 		p.sent.Store(next + int64(len(data)))
 		// Small batches mean the replica is caught up: send now (sync acks
 		// wait for it). Full batches are catch-up: let the buffer coalesce.
 		flush := int64(len(data)) < half
-		if err := c.WriteFrame(flush, FrameData, hdr.Marshal(), data); err != nil {
+		if err := c.WriteFrame(flush, FrameData, hb, data); err != nil {
 			return err
 		}
 		next += int64(len(data))

@@ -188,8 +188,10 @@ type DataHeader struct {
 }
 
 // Marshal encodes h (DataHeaderSize bytes).
-func (h DataHeader) Marshal() []byte {
-	b := make([]byte, 0, DataHeaderSize)
+func (h DataHeader) Marshal() []byte { return h.appendTo(make([]byte, 0, DataHeaderSize)) }
+
+// appendTo appends h's encoding to b.
+func (h DataHeader) appendTo(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(h.Offset))
 	b = binary.BigEndian.AppendUint32(b, uint32(h.Epoch))
 	b = binary.BigEndian.AppendUint64(b, uint64(h.EpochStart))
@@ -235,8 +237,14 @@ func DecodeHeartbeat(p []byte) (Heartbeat, error) {
 type Ack struct{ Received, Flushed int64 }
 
 // Marshal encodes a.
-func (a Ack) Marshal() []byte {
-	b := binary.BigEndian.AppendUint64(nil, uint64(a.Received))
+func (a Ack) Marshal() []byte { return a.appendTo(make([]byte, 0, ackSize)) }
+
+// ackSize is the size of an Ack payload.
+const ackSize = 16
+
+// appendTo appends a's encoding to b.
+func (a Ack) appendTo(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Received))
 	return binary.BigEndian.AppendUint64(b, uint64(a.Flushed))
 }
 

@@ -340,6 +340,7 @@ type applier struct {
 	streaming  bool
 	pending    bool
 	lastAck    time.Time
+	ackBuf     []byte // ACK payloads, reused
 }
 
 // servePull sends the master the slave's [p.From, p.To).
@@ -478,7 +479,8 @@ func (a *applier) ack() error {
 		}
 		m.Flushed = min(f, a.end)
 	}
-	if err := a.c.WriteFrame(true, FrameAck, m.Marshal()); err != nil {
+	a.ackBuf = m.appendTo(a.ackBuf[:0])
+	if err := a.c.WriteFrame(true, FrameAck, a.ackBuf); err != nil {
 		return err
 	}
 	a.pending = false
