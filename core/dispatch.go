@@ -14,6 +14,10 @@ const dispatchBatch = 1024
 // consume queues and listeners. Master and slave run the same loop: a slave
 // dispatches what replication appended.
 func (s *Store) dispatchLoop() {
+	// One timer for the loop's life: a pass can follow every append, and a
+	// time.After per pass costs a timer and an allocation each.
+	idle := time.NewTimer(time.Second)
+	defer idle.Stop()
 	for {
 		c1 := s.committedN.wait()
 		c2 := s.confirmN.wait()
@@ -35,8 +39,9 @@ func (s *Store) dispatchLoop() {
 			return
 		case <-c1:
 		case <-c2:
-		case <-time.After(time.Second): // a ConfirmSource that forgot to notify
+		case <-idle.C: // a ConfirmSource that forgot to notify
 		}
+		idle.Reset(time.Second)
 	}
 }
 
@@ -58,7 +63,16 @@ func (s *Store) dispatchOnce() (int64, error) {
 	end := min(target, seg.start+s.opts.SegmentSize)
 	var batch []DispatchRecord
 	if len(s.opts.Listeners) > 0 {
-		batch = make([]DispatchRecord, 0, dispatchBatch)
+		// Reused across passes (listeners do not keep it): a pass may
+		// carry a single record.
+		if s.dispatchBuf == nil {
+			s.dispatchBuf = make([]DispatchRecord, 0, 64)
+		}
+		batch = s.dispatchBuf[:0]
+		defer func() {
+			clear(batch) // records a failed pass left: drop their strings
+			s.dispatchBuf = batch[:0]
+		}()
 	}
 	pos := from
 	var lastTs int64
@@ -68,6 +82,7 @@ func (s *Store) dispatchOnce() (int64, error) {
 				return fmt.Errorf("dispatch listener: %w", err)
 			}
 		}
+		clear(batch) // the reused buffer must not pin the records' strings
 		batch = batch[:0]
 		return nil
 	}

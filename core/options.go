@@ -152,7 +152,8 @@ type DispatchRecord struct {
 // after the last checkpoint are dispatched again: implementations must be
 // idempotent for records they have already seen. An error stops dispatch
 // to every consumer until a retry succeeds (it is retried every 100 ms) and
-// is logged.
+// is logged. The batch is valid only during the call: the store reuses
+// its memory for the next one.
 //
 // Sync must make everything dispatched so far durable. It is called by the
 // checkpointer, concurrently with Dispatch; after it returns nil the store

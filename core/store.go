@@ -109,11 +109,12 @@ type Store struct {
 	dispatchedN notifier
 	confirmN    notifier
 
-	flushMu    sync.Mutex
-	dispatchMu sync.Mutex // held by the dispatcher per pass; Truncate takes it
-	ckptMu     sync.Mutex
-	ckpt       *checkpointFile
-	flushHist  []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
+	flushMu     sync.Mutex
+	dispatchMu  sync.Mutex       // held by the dispatcher per pass; Truncate takes it
+	dispatchBuf []DispatchRecord // the listeners' batch, reused; under dispatchMu
+	ckptMu      sync.Mutex
+	ckpt        *checkpointFile
+	flushHist   []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
 
 	truncGen      atomic.Int64 // bumped by every Truncate (caches keyed by offset)
 	diskFull      atomic.Bool
