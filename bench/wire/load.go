@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -188,6 +187,9 @@ type call struct {
 type reply struct {
 	resp response
 	err  error
+	// owed: the reader delivered it and counted it in conn.awaiting; the
+	// producer that takes it must call settle once.
+	owed bool
 }
 
 // conn is one pipelined connection.
@@ -209,6 +211,11 @@ type conn struct {
 	// for the end of the batch (batchDone) before writing.
 	readBusy  atomic.Bool
 	batchDone chan struct{}
+	// awaiting counts responses the reader delivered whose producers have
+	// not yet queued their next request (or given up sending on this
+	// connection): the writer waits for it to reach zero, so that one
+	// write carries every request a batch of responses released.
+	awaiting atomic.Int32
 
 	unmatched atomic.Int64
 }
@@ -274,7 +281,8 @@ func (c *conn) readLoop() {
 			c.unmatched.Add(1)
 			continue
 		}
-		cl.done <- reply{resp: r}
+		c.awaiting.Add(1)
+		cl.done <- reply{resp: r, owed: true}
 		if more := remoting.FrameBuffered(fr.br); more != c.readBusy.Load() {
 			c.readBusy.Store(more)
 			if !more {
@@ -301,9 +309,9 @@ func (c *conn) writeLoop() {
 		if c.readBusy.Load() {
 			continue // batchDone comes at the end of the reader's batch
 		}
-		// Let the producers just released queue their next requests, so
-		// one write carries them all.
-		runtime.Gosched()
+		if c.awaiting.Load() > 0 {
+			continue // the last producer released by the batch kicks wake
+		}
 		c.wmu.Lock()
 		buf := c.wbuf
 		c.wbuf = spare[:0]
@@ -317,6 +325,18 @@ func (c *conn) writeLoop() {
 			return
 		}
 		spare = buf
+	}
+}
+
+// settle records that a producer which took an owed reply has queued its
+// next request or will not send one now; the last to settle wakes the
+// writer.
+func (c *conn) settle() {
+	if c.awaiting.Add(-1) == 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -353,7 +373,9 @@ func (c *conn) abandon(cl *call, op int32) {
 	delete(c.pending, op)
 	c.mu.Unlock()
 	if !ok {
-		<-cl.done
+		if r := <-cl.done; r.owed {
+			c.settle()
+		}
 	}
 }
 
@@ -459,6 +481,14 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 			timer := time.NewTimer(s.Timeout)
 			defer timer.Stop()
 			var seq uint64
+			owed := false // the last reply was counted in c.awaiting
+			settle := func() {
+				if owed {
+					owed = false
+					c.settle()
+				}
+			}
+			defer settle()
 			for ctx.Err() == nil {
 				t0 := time.Now()
 				if !t0.Before(mEnd) {
@@ -470,17 +500,25 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 				select {
 				case c.slots <- struct{}{}:
 					acquired = true
-				case <-c.closed:
-				case <-ctx.Done():
-					return
+				default:
+					settle() // cannot queue now: do not hold the writer
+					select {
+					case c.slots <- struct{}{}:
+						acquired = true
+					case <-c.closed:
+					case <-ctx.Done():
+						return
+					}
 				}
 				op, err := c.start(cl, tmpl, t0.UnixMilli(), uint64(p)<<40|seq)
+				settle()
 				if err != nil {
 					detail = err.Error()
 				} else {
 					timer.Reset(s.Timeout)
 					select {
 					case r := <-cl.done:
+						owed = r.owed
 						switch {
 						case r.err != nil:
 							detail = r.err.Error()
@@ -514,6 +552,7 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 					if st.first == "" {
 						st.first = detail
 					}
+					settle()
 					time.Sleep(time.Millisecond) // do not spin on a failing broker
 
 				}

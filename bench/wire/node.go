@@ -203,6 +203,9 @@ func prime(ctx context.Context, ls LoadSpec) error {
 	}
 	select {
 	case r := <-cl.done:
+		if r.owed {
+			c.settle()
+		}
 		if r.err != nil {
 			return fmt.Errorf("wire: priming send: %w", r.err)
 		}
