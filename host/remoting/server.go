@@ -501,9 +501,11 @@ func (c *Conn) readLoop() {
 				default:
 				}
 			}
-			continue
+		} else {
+			s.dispatch(c, cmd)
 		}
-		s.dispatch(c, cmd)
+		// The end of a batch (a response can end one too) writes the
+		// answers the reader holds.
 		more := FrameBuffered(br)
 		if !more && !c.flushInline() {
 			return

@@ -429,3 +429,28 @@ func TestFrameBuffered(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerBeforeResponseInOneBatch: a request and, in the same write, a
+// response (to a server-initiated request) that ends the batch. The
+// reader answers requests at the end of a batch; a response frame must
+// end it too, or the answer waits for the client's next frame.
+func TestAnswerBeforeResponseInOneBatch(t *testing.T) {
+	s := newEchoServer(ServerConfig{})
+	addr := startServer(t, s)
+	c := dialTest(t, addr)
+	req := &Command{Code: codeEcho, Opaque: c.opaque.Add(1), Language: "GO", Version: 317, Body: []byte("x")}
+	ch := make(chan *Command, 1)
+	c.mu.Lock()
+	c.waiters[req.Opaque] = ch
+	c.mu.Unlock()
+	stray := &Command{Opaque: 424242, Flag: FlagResponse} // answers nothing the server asked
+	c.write(append(req.AppendFrame(nil), stray.AppendFrame(nil)...))
+	select {
+	case resp := <-ch:
+		if resp.Code != Success {
+			t.Fatalf("response %+v", resp)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no answer: the reader kept it after a batch that ended with a response frame")
+	}
+}
