@@ -91,7 +91,12 @@ func (c *ServerConfig) withDefaults() ServerConfig {
 // polling, durability acknowledgements, slow disk reads) belongs in
 // req.Go. A non-nil return value is sent as the response (Reply semantics).
 // A nil return means the handler has arranged the response itself through
-// req.Go or req.Reply, or that there is none to send.
+// req.Go or req.Reply, or that there is none to send. Returned responses
+// are written by the read goroutine itself when the batch of requests that
+// arrived together has been handled (or 64 KiB of answers are pending), so
+// a peer that stops reading its answers stops the reading of its requests
+// once the socket's send buffer is full, and its connection is closed
+// after WriteTimeout.
 //
 // A panicking handler is recovered; the request gets SYSTEM_ERROR.
 type Handler func(req *Request) *Command
@@ -371,13 +376,14 @@ func (c *Conn) enqueue(cmd *Command) error {
 	}
 }
 
-// writeLoop writes queued frames through a buffer and flushes it when
-// nothing more is queued and the reader is not in the middle of a batch of
-// requests that arrived together: requests pipelined in one read are
-// answered with one write(2).
+// writeLoop writes queued frames and flushes them when nothing more is
+// queued and the reader is not in the middle of a batch of requests that
+// arrived together: requests pipelined in one read are answered with one
+// write(2). It writes whole frames only (never a frame's head with its
+// tail held back): the reader writes its own answers between the writer's
+// writes (flushInline), under the same lock.
 func (c *Conn) writeLoop() {
 	defer c.srv.wg.Done()
-	bw := bufio.NewWriterSize(lockedWriter{c}, 64<<10)
 	var buf []byte
 	for {
 		var cmd *Command
@@ -387,15 +393,13 @@ func (c *Conn) writeLoop() {
 		case <-c.ctx.Done():
 			return
 		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 		for cmd != nil {
-			buf = cmd.AppendFrame(buf[:0])
-			if _, err := bw.Write(buf); err != nil {
-				c.writeFailed(err)
-				return
-			}
-			if cap(buf) > 1<<20 {
-				buf = nil // do not pin a large pull body
+			buf = cmd.AppendFrame(buf)
+			if len(buf) >= writeFlushBytes {
+				if !c.writeFrames(buf) {
+					return
+				}
+				buf = reuse(buf)
 			}
 			select {
 			case cmd = <-c.out:
@@ -403,27 +407,44 @@ func (c *Conn) writeLoop() {
 				cmd = nil
 			}
 		}
-		if bw.Buffered() == 0 || c.readBusy.Load() {
+		if len(buf) == 0 || c.readBusy.Load() {
 			continue // the reader kicks flushKick when its batch is done
 		}
-		if err := bw.Flush(); err != nil {
-			c.writeFailed(err)
+		if !c.writeFrames(buf) {
 			return
 		}
+		buf = reuse(buf)
 	}
 }
 
-// lockedWriter writes to the connection under its wlock.
-type lockedWriter struct{ c *Conn }
+// writeFlushBytes is how many bytes of whole frames either writer
+// gathers before writing them even in the middle of a batch.
+const writeFlushBytes = 64 << 10
 
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.c.wlock.Lock()
-	defer w.c.wlock.Unlock()
-	return w.c.nc.Write(p)
+// reuse empties buf for the next frames, dropping it when a large pull
+// body made it big.
+func reuse(buf []byte) []byte {
+	if cap(buf) > 1<<20 {
+		return nil
+	}
+	return buf[:0]
 }
 
-// inlineFlushBytes is how much the reader buffers before writing mid-batch.
-const inlineFlushBytes = 64 << 10
+// writeFrames writes b, which holds whole frames, under wlock with a
+// fresh write deadline (taken after the lock, so that one writer's wait
+// for the other does not eat into its own deadline). false means the
+// write failed and the connection is closed.
+func (c *Conn) writeFrames(b []byte) bool {
+	c.wlock.Lock()
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+	_, err := c.nc.Write(b)
+	c.wlock.Unlock()
+	if err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
+}
 
 // replyInline is Reply for a response the handler returned on the reader
 // goroutine: it is encoded into rbuf, which flushInline writes.
@@ -433,7 +454,7 @@ func (c *Conn) replyInline(r *Request, resp *Command) bool {
 	}
 	r.prepare(resp)
 	c.rbuf = resp.AppendFrame(c.rbuf)
-	if len(c.rbuf) >= inlineFlushBytes {
+	if len(c.rbuf) >= writeFlushBytes {
 		return c.flushInline()
 	}
 	return true
@@ -445,17 +466,9 @@ func (c *Conn) flushInline() bool {
 	if len(c.rbuf) == 0 {
 		return true
 	}
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
-	_, err := lockedWriter{c}.Write(c.rbuf)
-	c.rbuf = c.rbuf[:0]
-	if cap(c.rbuf) > 1<<20 {
-		c.rbuf = nil // do not pin a large pull body
-	}
-	if err != nil {
-		c.writeFailed(err)
-		return false
-	}
-	return true
+	ok := c.writeFrames(c.rbuf)
+	c.rbuf = reuse(c.rbuf)
+	return ok
 }
 
 func (c *Conn) writeFailed(err error) {

@@ -454,3 +454,58 @@ func TestAnswerBeforeResponseInOneBatch(t *testing.T) {
 		t.Fatal("no answer: the reader kept it after a batch that ended with a response frame")
 	}
 }
+
+// TestInlineAnswersNeverSplitAFrame: the writer goroutine is sending large
+// answers of Go handlers while the reader answers inline at the end of its
+// batch. Every frame must reach the client whole: a writer that wrote a
+// frame's head and held its tail back (a buffered writer flushing when
+// full) let the reader's answer land inside it.
+func TestInlineAnswersNeverSplitAFrame(t *testing.T) {
+	const codeBig, codeSlow int16 = 1100, 1101
+	big := bytes.Repeat([]byte("0123456789abcdef"), 40<<10/16)
+	s := newEchoServer(ServerConfig{})
+	s.Handle(codeBig, func(req *Request) *Command {
+		req.Go(func(ctx context.Context) *Command {
+			r := NewResponse(req.Cmd, Success, "")
+			r.Body = big
+			return r
+		})
+		return nil
+	})
+	s.Handle(codeSlow, func(req *Request) *Command {
+		time.Sleep(300 * time.Millisecond) // the writer runs meanwhile
+		r := NewResponse(req.Cmd, Success, "inline")
+		r.Body = []byte("small")
+		return r
+	})
+	addr := startServer(t, s)
+	for round := 0; round < 3; round++ {
+		c := dialTest(t, addr)
+		var batch []byte
+		var chans []chan *Command
+		for _, code := range []int16{codeBig, codeBig, codeSlow} {
+			cmd := &Command{Code: code, Opaque: c.opaque.Add(1), Language: "GO", Version: 317}
+			ch := make(chan *Command, 1)
+			c.mu.Lock()
+			c.waiters[cmd.Opaque] = ch
+			c.mu.Unlock()
+			chans = append(chans, ch)
+			batch = append(batch, cmd.AppendFrame(nil)...)
+		}
+		c.write(batch)
+		for i, ch := range chans {
+			select {
+			case r := <-ch:
+				want := big
+				if i == 2 {
+					want = []byte("small")
+				}
+				if r.Code != Success || !bytes.Equal(r.Body, want) {
+					t.Fatalf("round %d response %d: code %d, %d-byte body (want %d)", round, i, r.Code, len(r.Body), len(want))
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("round %d: response %d never arrived whole (stream corrupted?)", round, i)
+			}
+		}
+	}
+}
