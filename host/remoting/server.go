@@ -421,10 +421,12 @@ func (c *Conn) writeLoop() {
 // gathers before writing them even in the middle of a batch.
 const writeFlushBytes = 64 << 10
 
-// reuse empties buf for the next frames, dropping it when a large pull
-// body made it big.
+// reuse empties buf for the next frames, dropping it when a large frame
+// (a pull body) made it grow past writeFlushBytes: an idle connection
+// keeps at most that much per writer, not the largest answer it ever
+// sent.
 func reuse(buf []byte) []byte {
-	if cap(buf) > 1<<20 {
+	if cap(buf) > 2*writeFlushBytes {
 		return nil
 	}
 	return buf[:0]
