@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -505,6 +506,91 @@ func TestInlineAnswersNeverSplitAFrame(t *testing.T) {
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("round %d: response %d never arrived whole (stream corrupted?)", round, i)
+			}
+		}
+	}
+}
+
+// TestMixedAnswerPathsStress pipelines many requests answered by all three
+// paths (returned on the reader, req.Go, req.Async answered from another
+// goroutine), with bodies from empty to 300 KiB and writes cut at random
+// frame boundaries. Every answer must arrive whole and belong to its
+// request: the reader's inline writes and the writer goroutine's must never
+// interleave inside a frame, and none may be lost.
+func TestMixedAnswerPathsStress(t *testing.T) {
+	const codeInline, codeGo, codeAsync int16 = 1200, 1201, 1202
+	body := func(op int32, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(int(op)*31 + i)
+		}
+		return b
+	}
+	answer := func(req *Request) *Command {
+		n, _ := strconv.Atoi(req.Cmd.Ext("n"))
+		r := NewResponse(req.Cmd, Success, "")
+		r.Body = body(req.Cmd.Opaque, n)
+		return r
+	}
+	jitter := func(op int32) time.Duration { return time.Duration(op%7) * 70 * time.Microsecond }
+	s := NewServer(ServerConfig{Logger: quietLogger()})
+	s.Handle(codeInline, answer)
+	s.Handle(codeGo, func(req *Request) *Command {
+		req.Go(func(ctx context.Context) *Command {
+			time.Sleep(jitter(req.Cmd.Opaque))
+			return answer(req)
+		})
+		return nil
+	})
+	s.Handle(codeAsync, func(req *Request) *Command {
+		reply, ok := req.Async()
+		if !ok {
+			return nil
+		}
+		go func() {
+			time.Sleep(jitter(req.Cmd.Opaque))
+			reply(answer(req))
+		}()
+		return nil
+	})
+	addr := startServer(t, s)
+	rng := rand.New(rand.NewPCG(1, 2))
+	type want struct {
+		ch chan *Command
+		op int32
+		n  int
+	}
+	for conn := 0; conn < 3; conn++ {
+		c := dialTest(t, addr)
+		var buf []byte
+		var wants []want
+		for i := 0; i < 300; i++ {
+			code := []int16{codeInline, codeGo, codeAsync}[rng.IntN(3)]
+			n := rng.IntN(2000)
+			if rng.IntN(10) == 0 {
+				n = rng.IntN(300 << 10)
+			}
+			cmd := &Command{Code: code, Opaque: c.opaque.Add(1), Language: "GO", Version: 317, ExtFields: Fields{{"n", strconv.Itoa(n)}}}
+			ch := make(chan *Command, 1)
+			c.mu.Lock()
+			c.waiters[cmd.Opaque] = ch
+			c.mu.Unlock()
+			wants = append(wants, want{ch, cmd.Opaque, n})
+			buf = cmd.AppendFrame(buf)
+			if rng.IntN(8) == 0 {
+				c.write(buf)
+				buf = nil
+			}
+		}
+		c.write(buf)
+		for _, w := range wants {
+			select {
+			case r := <-w.ch:
+				if r.Code != Success || !bytes.Equal(r.Body, body(w.op, w.n)) {
+					t.Fatalf("conn %d, request %d: code %d, %d-byte body that does not match (want %d bytes)", conn, w.op, r.Code, len(r.Body), w.n)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("conn %d, request %d: no answer (client read error: %v)", conn, w.op, c.err)
 			}
 		}
 	}
