@@ -261,9 +261,7 @@ func TestExternalPluginCrash(t *testing.T) {
 		t.Skip("builds a plugin binary")
 	}
 	bins := pluginBins(t)
-	old := host.PingEvery
-	host.PingEvery = 100 * time.Millisecond
-	defer func() { host.PingEvery = old }()
+	fastPluginPings(t)
 	n := startNode(t, "default.toml", "store.dir="+t.TempDir(), "store.segment_size=8MiB",
 		"index.plugin=", "index.path="+filepath.Join(bins, "keel-index-hash"))
 	defer n.Stop(context.Background())
@@ -336,9 +334,7 @@ func TestExternalFlushPluginCrashNeverHangsProducers(t *testing.T) {
 		t.Skip("builds a plugin binary")
 	}
 	bins := pluginBins(t)
-	old := host.PingEvery
-	host.PingEvery = 100 * time.Millisecond
-	defer func() { host.PingEvery = old }()
+	fastPluginPings(t)
 	// A private copy of the binary, so the test can make restarts fail for
 	// a while (the host restarts a killed plugin within ~0.1 s otherwise).
 	bin := filepath.Join(t.TempDir(), "keel-flush")
@@ -411,4 +407,12 @@ func TestExternalFlushPluginCrashNeverHangsProducers(t *testing.T) {
 	if err != nil || len(g.Sizes) != 1 {
 		t.Fatalf("acknowledged message: %v %v", err, g.Status)
 	}
+}
+
+// fastPluginPings makes the host ping external plugins every 100 ms for
+// the rest of the test, so that a killed plugin is noticed quickly.
+func fastPluginPings(t *testing.T) {
+	old := host.PingEvery
+	host.PingEvery = 100 * time.Millisecond
+	t.Cleanup(func() { host.PingEvery = old })
 }

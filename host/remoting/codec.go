@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -257,7 +258,7 @@ func decodeJSONHeaderStd(h []byte) (*Command, error) {
 			}
 			c.ExtFields = append(c.ExtFields, Field{k, jsonLenientString(v)})
 		}
-		c.ExtFields = c.ExtFields.unique(c.ExtFields[:0:0])
+		slices.SortFunc(c.ExtFields, byKey) // map keys: already unique
 	}
 	return c, nil
 }

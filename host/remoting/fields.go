@@ -30,7 +30,7 @@ func FieldsOf(m map[string]string) Fields {
 	for k, v := range m {
 		f = append(f, Field{k, v})
 	}
-	slices.SortFunc(f, func(a, b Field) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(f, byKey)
 	return f
 }
 
@@ -54,18 +54,6 @@ func (f *Fields) Set(k, v string) {
 		}
 	}
 	*f = append(s, Field{k, v})
-}
-
-// Del removes every occurrence of key k.
-func (f *Fields) Del(k string) {
-	s := (*f)[:0]
-	for _, e := range *f {
-		if e.Key != k {
-			s = append(s, e)
-		}
-	}
-	clear((*f)[len(s):])
-	*f = s
 }
 
 // Map returns the fields as a map (last occurrence wins); nil when empty.
@@ -96,7 +84,7 @@ func (f Fields) unique(dst []Field) []Field {
 			}
 		}
 	} else {
-		slices.SortStableFunc(s, func(a, b Field) int { return strings.Compare(a.Key, b.Key) })
+		slices.SortStableFunc(s, byKey)
 	}
 	w := 0
 	for i := range s {
@@ -108,3 +96,5 @@ func (f Fields) unique(dst []Field) []Field {
 	}
 	return dst[:start+w]
 }
+
+func byKey(a, b Field) int { return strings.Compare(a.Key, b.Key) }

@@ -26,10 +26,6 @@ func TestFields(t *testing.T) {
 	if got, want := f.Map(), map[string]string{"a": "4", "b": "3"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Map = %v, want %v", got, want)
 	}
-	f.Del("a")
-	if _, ok := f.Get("a"); ok || len(f) != 1 {
-		t.Fatalf("Del left %v", f)
-	}
 	if got := FieldsOf(map[string]string{"z": "1", "y": "2"}); !reflect.DeepEqual(got, Fields{{"y", "2"}, {"z", "1"}}) {
 		t.Fatalf("FieldsOf = %v", got)
 	}

@@ -84,25 +84,19 @@ func fastDecodeJSONHeader(h []byte) (c *Command, ok bool) {
 			c.Language = s
 		case "version":
 			bit = seenVersion
-			n, ok := p.integer(-1<<31, 1<<31-1)
-			if !ok {
+			if !p.int32Into(&c.Version) {
 				return nil, false
 			}
-			c.Version = int32(n)
 		case "opaque":
 			bit = seenOpaque
-			n, ok := p.integer(-1<<31, 1<<31-1)
-			if !ok {
+			if !p.int32Into(&c.Opaque) {
 				return nil, false
 			}
-			c.Opaque = int32(n)
 		case "flag":
 			bit = seenFlag
-			n, ok := p.integer(-1<<31, 1<<31-1)
-			if !ok {
+			if !p.int32Into(&c.Flag) {
 				return nil, false
 			}
-			c.Flag = int32(n)
 		case "remark":
 			bit = seenRemark
 			if p.lit("null") {
@@ -330,6 +324,13 @@ func (p *fastParser) integer(lo, hi int64) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// int32Into reads an integer field (see integer) into *dst.
+func (p *fastParser) int32Into(dst *int32) bool {
+	n, ok := p.integer(-1<<31, 1<<31-1)
+	*dst = int32(n)
+	return ok
 }
 
 // number skips a JSON number, validating its grammar.

@@ -451,10 +451,9 @@ func (c *Conn) writeFrames(b []byte) bool {
 // replyInline is Reply for a response the handler returned on the reader
 // goroutine: it is encoded into rbuf, which flushInline writes.
 func (c *Conn) replyInline(r *Request, resp *Command) bool {
-	if r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+	if !r.claim(resp) {
 		return true
 	}
-	r.prepare(resp)
 	c.rbuf = resp.AppendFrame(c.rbuf)
 	if len(c.rbuf) >= writeFlushBytes {
 		return c.flushInline()
@@ -596,11 +595,21 @@ func (r *Request) Context() context.Context { return r.Conn.ctx }
 // oneway request, after an earlier Reply, or when the connection is closed.
 // It blocks only while the connection's write queue is full.
 func (r *Request) Reply(resp *Command) {
-	if resp == nil || r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+	if !r.claim(resp) {
 		return
 	}
-	r.prepare(resp)
 	_ = r.Conn.enqueue(resp)
+}
+
+// claim reports whether resp is to be sent as r's answer (Reply
+// semantics: not nil, r not oneway, no answer sent before) and, if so,
+// makes it the answer to r.
+func (r *Request) claim(resp *Command) bool {
+	if resp == nil || r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+		return false
+	}
+	r.prepare(resp)
+	return true
 }
 
 // prepare makes resp the answer to r.
@@ -634,10 +643,9 @@ func (r *Request) Async() (reply func(*Command), ok bool) {
 	}
 	return func(resp *Command) {
 		defer func() { <-c.sem }()
-		if resp == nil || r.Cmd.IsOneway() || !r.replied.CompareAndSwap(false, true) {
+		if !r.claim(resp) {
 			return
 		}
-		r.prepare(resp)
 		select {
 		case c.out <- resp:
 		default:
