@@ -356,9 +356,14 @@ func (c *conn) start(cl *call, t *frameTemplate, bornMs int64, id uint64) (int32
 	c.wmu.Lock()
 	c.wbuf = append(c.wbuf, t.buf...)
 	c.wmu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	// A producer a batch of responses released (awaiting > 0) leaves
+	// the wake-up to the last of them (settle): one wake-up per batch
+	// instead of one per request.
+	if c.awaiting.Load() == 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 	return op, nil
 }

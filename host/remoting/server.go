@@ -252,6 +252,11 @@ type Conn struct {
 	// reader kicks flushKick at the end of the batch.
 	readBusy  atomic.Bool
 	flushKick chan struct{}
+	// held: the writer holds frames back for the end of the reader's
+	// batch and waits for flushKick. The reader kicks only then: most
+	// batches leave the writer nothing to write (their answers are the
+	// reader's own), and a wake-up for nothing costs a goroutine switch.
+	held atomic.Bool
 
 	// wlock serializes writes to nc: the writer goroutine's and the
 	// reader's own (rbuf).
@@ -407,9 +412,20 @@ func (c *Conn) writeLoop() {
 				cmd = nil
 			}
 		}
-		if len(buf) == 0 || c.readBusy.Load() {
-			continue // the reader kicks flushKick when its batch is done
+		if len(buf) == 0 {
+			continue
 		}
+		if c.readBusy.Load() {
+			// Ask the reader for a kick at the end of its batch, then
+			// look again: either this load sees the batch ended or the
+			// reader sees held (both atomics are sequentially
+			// consistent), so the frames are never left behind.
+			c.held.Store(true)
+			if c.readBusy.Load() {
+				continue
+			}
+		}
+		c.held.Store(false)
 		if !c.writeFrames(buf) {
 			return
 		}
@@ -526,7 +542,7 @@ func (c *Conn) readLoop() {
 		}
 		if more != c.readBusy.Load() {
 			c.readBusy.Store(more)
-			if !more {
+			if !more && c.held.CompareAndSwap(true, false) {
 				select {
 				case c.flushKick <- struct{}{}:
 				default:
