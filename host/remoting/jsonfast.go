@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -495,7 +496,15 @@ func (p *fastParser) strString() (string, bool) {
 // strEscaped continues str from the first backslash, copying into a new
 // buffer.
 func (p *fastParser) strEscaped(start int) ([]byte, bool) {
-	out := make([]byte, 0, p.i-start+16)
+	// Room for everything up to the next quote: the unescaped string is
+	// no longer than its escaped form, so this holds the whole string
+	// unless that quote is itself escaped (then append grows it).
+	// A header's properties carry an escape per key and value.
+	n := bytes.IndexByte(p.b[p.i:], '"')
+	if n < 0 {
+		n = len(p.b) - p.i
+	}
+	out := make([]byte, 0, p.i-start+n)
 	out = append(out, p.b[start:p.i]...)
 	for p.i < len(p.b) {
 		run := p.i
