@@ -268,21 +268,14 @@ func (c *conn) readLoop() {
 			c.fail(fmt.Errorf("read response: %w", err))
 			return
 		}
-		if !r.isResp {
-			continue // a broker-initiated request; the generator answers none
+		// A broker-initiated request is not answered (the generator
+		// answers none) and an unmatched response is counted, but either
+		// can end a batch: the batch bookkeeping below runs for every
+		// frame, or the writer would wait for a batchDone that never
+		// comes.
+		if r.isResp {
+			c.deliver(r)
 		}
-		c.mu.Lock()
-		cl, ok := c.pending[r.opaque]
-		if ok {
-			delete(c.pending, r.opaque)
-		}
-		c.mu.Unlock()
-		if !ok {
-			c.unmatched.Add(1)
-			continue
-		}
-		c.awaiting.Add(1)
-		cl.done <- reply{resp: r, owed: true}
 		if more := remoting.FrameBuffered(fr.br); more != c.readBusy.Load() {
 			c.readBusy.Store(more)
 			if !more {
@@ -293,6 +286,23 @@ func (c *conn) readLoop() {
 			}
 		}
 	}
+}
+
+// deliver hands response r to the call waiting for its opaque, or counts
+// it as unmatched.
+func (c *conn) deliver(r response) {
+	c.mu.Lock()
+	cl, ok := c.pending[r.opaque]
+	if ok {
+		delete(c.pending, r.opaque)
+	}
+	c.mu.Unlock()
+	if !ok {
+		c.unmatched.Add(1)
+		return
+	}
+	c.awaiting.Add(1)
+	cl.done <- reply{resp: r, owed: true}
 }
 
 // writeLoop writes whatever frames were queued since the last write, in

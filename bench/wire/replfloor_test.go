@@ -39,6 +39,10 @@ type replFloor struct {
 	flying  int    // frames sent and not acknowledged
 	waiters []floorWaiter
 	wake    chan struct{}
+	// released counts producers answered by an acknowledgement; early
+	// counts those answered before the slave acknowledged their end
+	// (a broken floor; TestReplFloorAnswers checks it stays 0).
+	released, early int64
 }
 
 type floorWaiter struct {
@@ -48,8 +52,9 @@ type floorWaiter struct {
 }
 
 // startReplFloor starts the slave, the master's streamer and its remoting
-// server; it returns the master's broker address.
-func startReplFloor(tb testing.TB, syncAcks bool, inflight int) string {
+// server; it returns the master's broker address and the floor. All of it
+// stops at the test's cleanup.
+func startReplFloor(tb testing.TB, syncAcks bool, inflight int) (string, *replFloor) {
 	f := &replFloor{sync: syncAcks, inflight: inflight, wake: make(chan struct{}, 1)}
 	sl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,6 +62,15 @@ func startReplFloor(tb testing.TB, syncAcks bool, inflight int) string {
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	var closers []func()
+	tb.Cleanup(func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		close(done)
+		sl.Close()
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() { // the slave
 		defer wg.Done()
@@ -91,12 +105,14 @@ func startReplFloor(tb testing.TB, syncAcks bool, inflight int) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	closers = append(closers, func() { mc.Close() })
 	mc.(*net.TCPConn).SetNoDelay(true)
 	wg.Add(2)
 	go func() { defer wg.Done(); f.stream(mc, done) }()
 	go func() { defer wg.Done(); f.readAcks(mc) }()
 
 	s := remoting.NewServer(remoting.ServerConfig{Logger: slog.New(slog.DiscardHandler)})
+	closers = append(closers, func() { s.Close() })
 	var off atomic.Int64
 	s.Handle(remoting.CodeSendMessage, func(req *remoting.Request) *remoting.Command {
 		resp := floorAnswer(req.Cmd, &off)
@@ -120,14 +136,7 @@ func startReplFloor(tb testing.TB, syncAcks bool, inflight int) string {
 		tb.Fatal(err)
 	}
 	go s.Serve(l)
-	tb.Cleanup(func() {
-		s.Close()
-		close(done)
-		mc.Close()
-		sl.Close()
-		wg.Wait()
-	})
-	return l.Addr().String()
+	return l.Addr().String(), f
 }
 
 // appendMsg appends a record of body's size plus a 100-byte header (about
@@ -197,6 +206,12 @@ func (f *replFloor) readAcks(c net.Conn) {
 		}
 		ready = append(ready[:0], f.waiters[:n]...)
 		f.waiters = append(f.waiters[:0], f.waiters[n:]...)
+		for _, w := range ready {
+			f.released++
+			if w.end > f.acked {
+				f.early++
+			}
+		}
 		f.mu.Unlock()
 		select {
 		case f.wake <- struct{}{}:
@@ -208,18 +223,40 @@ func (f *replFloor) readAcks(c net.Conn) {
 	}
 }
 
-// TestReplFloorAnswers checks the floor itself: every request is
-// answered SEND_OK, async and sync (answers released by the slave's
-// acknowledgements).
+// TestReplFloorAnswers checks the floor itself, async and sync, with one
+// and eight frames in flight: every request is answered SEND_OK within a
+// second, sync answers come from the slave's acknowledgements and none
+// before it acknowledged the message's end, and the slave acknowledged
+// everything appended.
 func TestReplFloorAnswers(t *testing.T) {
 	for _, sync := range []bool{false, true} {
-		res, err := Load(context.Background(), LoadSpec{Addr: startReplFloor(t, sync, 1), Producers: 8, Conns: 2, BodyBytes: 128,
-			Warmup: 50 * time.Millisecond, Duration: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Msgs == 0 || res.Errors > 0 || res.Statuses[StatusOK] != res.Msgs {
-			t.Fatalf("sync=%v: %d messages, statuses %v, first error %q", sync, res.Msgs, res.Statuses, res.FirstError)
+		for _, inflight := range []int{1, 8} {
+			addr, f := startReplFloor(t, sync, inflight)
+			res, err := Load(context.Background(), LoadSpec{Addr: addr, Producers: 8, Conns: 2, BodyBytes: 128,
+				Warmup: 50 * time.Millisecond, Duration: 200 * time.Millisecond, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Msgs == 0 || res.Errors > 0 || res.Statuses[StatusOK] != res.Msgs {
+				t.Fatalf("sync=%v inflight=%d: %d messages, statuses %v, first error %q", sync, inflight, res.Msgs, res.Statuses, res.FirstError)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				f.mu.Lock()
+				acked, end, released, early, left := f.acked, f.end, f.released, f.early, len(f.waiters)
+				f.mu.Unlock()
+				if acked == end {
+					if early > 0 || left > 0 || (sync && released < res.Msgs) || (!sync && released > 0) {
+						t.Fatalf("sync=%v inflight=%d: %d answered by acknowledgements (%d before theirs), %d still waiting, %d messages",
+							sync, inflight, released, early, left, res.Msgs)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("sync=%v inflight=%d: the slave acknowledged %d of %d bytes", sync, inflight, acked, end)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 	}
 }
@@ -252,10 +289,10 @@ func BenchmarkWireReplicationFloor(b *testing.B) {
 		name string
 		run  func() float64
 	}{
-		{"floor-async-1", func() float64 { return run(ls(startReplFloor(b, false, 1))) }},
-		{"floor-sync-1", func() float64 { return run(ls(startReplFloor(b, true, 1))) }},
-		{"floor-async-8", func() float64 { return run(ls(startReplFloor(b, false, 8))) }},
-		{"floor-sync-8", func() float64 { return run(ls(startReplFloor(b, true, 8))) }},
+		{"floor-async-1", func() float64 { addr, _ := startReplFloor(b, false, 1); return run(ls(addr)) }},
+		{"floor-sync-1", func() float64 { addr, _ := startReplFloor(b, true, 1); return run(ls(addr)) }},
+		{"floor-async-8", func() float64 { addr, _ := startReplFloor(b, false, 8); return run(ls(addr)) }},
+		{"floor-sync-8", func() float64 { addr, _ := startReplFloor(b, true, 8); return run(ls(addr)) }},
 		{"keel-async", func() float64 {
 			addr, stop := startPair(b, "async")
 			defer stop()
