@@ -170,9 +170,9 @@ func TestEndToEnd(t *testing.T) {
 	if len(back.Peers) != 2 || back.Peers[0].Status != "ok" {
 		t.Errorf("peers: %+v", back.Peers)
 	}
-	if len(back.Wire) != 3 || back.Wire[0].Status != "ok" || back.Wire[0].Statuses["SEND_OK"] == 0 || back.Wire[0].RatioToNATS <= 0 ||
-		back.Wire[0].RatioToNATSTCP <= 0 || back.Wire[1].Name != "nats-jetstream" || back.Wire[1].Status != "ok" ||
-		back.Wire[2].Profile != "r1-default-tcp" || back.Wire[2].Status != "ok" {
+	if len(back.Wire) != 4 || back.Wire[0].Status != "ok" || back.Wire[0].Statuses["SEND_OK"] == 0 || back.Wire[0].RatioToNATS <= 0 ||
+		back.Wire[0].RatioToNATSTCP <= 0 || back.Wire[0].RatioToFloor <= 0 || back.Wire[1].Name != "nats-jetstream" || back.Wire[1].Status != "ok" ||
+		back.Wire[2].Profile != "r1-default-tcp" || back.Wire[2].Status != "ok" || back.Wire[3].Name != "protocol-floor" || back.Wire[3].Status != "ok" {
 		t.Errorf("wire: %+v", back.Wire)
 	}
 	for _, r := range back.Recovery {

@@ -283,6 +283,10 @@ type WireConfig struct {
 	// NATS runs NATS JetStream r1-default alongside (default true); every
 	// keel row then carries its ratio to it.
 	NATS *bool `toml:"nats"`
+	// Floor runs the protocol floor alongside (default true): the same
+	// generator against keel's remoting server with a send handler that
+	// stores nothing; every keel row then carries its ratio to it.
+	Floor *bool `toml:"floor"`
 	// Duration and Repeats default to the top-level ones.
 	Duration Duration `toml:"duration"`
 	Repeats  int      `toml:"repeats"`
@@ -291,6 +295,9 @@ type WireConfig struct {
 // WithNATS reports whether NATS JetStream r1-default runs alongside (its
 // clients in-process, and again over TCP).
 func (w WireConfig) WithNATS() bool { return w.NATS == nil || *w.NATS }
+
+// WithFloor reports whether the protocol floor runs alongside.
+func (w WireConfig) WithFloor() bool { return w.Floor == nil || *w.Floor }
 
 // Cell is one combination of the matrix.
 type Cell struct {
@@ -664,6 +671,9 @@ func (c *Config) WireRuns() int {
 	systems := len(w.Profiles)
 	if w.WithNATS() {
 		systems += 2 // in-process and over TCP
+	}
+	if w.WithFloor() {
+		systems++
 	}
 	return systems * len(w.Producers) * len(w.BodyBytes) * w.Repeats
 }

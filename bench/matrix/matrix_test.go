@@ -184,21 +184,21 @@ producers = [1, 64]
 	}
 	w := c.Wire
 	if w.Connections != 8 || w.Depth != 32 || len(w.BodyBytes) != 1 || w.BodyBytes[0] != 128 || w.SegmentSize != 256<<20 ||
-		w.Duration.D() != 3*time.Second || w.Repeats != 3 || !w.WithNATS() {
+		w.Duration.D() != 3*time.Second || w.Repeats != 3 || !w.WithNATS() || !w.WithFloor() {
 		t.Fatalf("defaults: %+v", w)
 	}
-	if got := c.WireRuns(); got != 4*2*1*3 {
-		t.Fatalf("WireRuns = %d, want 24 (2 profiles + NATS in-process + NATS over TCP, 2 producer counts, 3 repeats)", got)
+	if got := c.WireRuns(); got != 5*2*1*3 {
+		t.Fatalf("WireRuns = %d, want 30 (2 profiles + NATS in-process + NATS over TCP + the protocol floor, 2 producer counts, 3 repeats)", got)
 	}
 	if q := c.Quick(); q.Wire.Duration.D() != time.Second || q.Wire.Repeats != 3 {
 		t.Fatalf("quick: %+v", q.Wire)
 	}
-	off, err := Parse("x.toml", []byte(doc+"nats = false\n"))
+	off, err := Parse("x.toml", []byte(doc+"nats = false\nfloor = false\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.Wire.WithNATS() || off.WireRuns() != 2*2*1*3 {
-		t.Fatalf("nats = false: %v, %d runs", off.Wire.WithNATS(), off.WireRuns())
+	if off.Wire.WithNATS() || off.Wire.WithFloor() || off.WireRuns() != 2*2*1*3 {
+		t.Fatalf("nats = false, floor = false: %v, %v, %d runs", off.Wire.WithNATS(), off.Wire.WithFloor(), off.WireRuns())
 	}
 	for _, bad := range []string{"connections = -1\n", "depth = 100000\n", "body_bytes = [0]\n", "producers = [5000]\n",
 		"profiles = [\"\"]\n", "segment_size = \"4KiB\"\n", "pipeline = 3\n"} {

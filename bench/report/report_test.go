@@ -119,7 +119,7 @@ func TestWireRows(t *testing.T) {
 	r.Wire = []Wire{
 		{Name: "keel", Profile: "sync-flush", Producers: 64, Connections: 8, Depth: 32, BodyBytes: 128, Status: "ok", MsgsPerSec: 90000,
 			MsgsPerSecMin: 80000, MsgsPerSecMax: 95000, P50us: 600, P99us: 3000, Statuses: map[string]int64{"SEND_OK": 270000},
-			NATSMsgsPerSec: 50000, RatioToNATS: 1.8},
+			NATSMsgsPerSec: 50000, RatioToNATS: 1.8, FloorMsgsPerSec: 120000, RatioToFloor: 0.75},
 		{Name: "nats-jetstream", Profile: "r1-default", Producers: 64, Connections: 8, BodyBytes: 128, Status: "ok", MsgsPerSec: 50000},
 		{Name: "keel", Profile: "default", Producers: 64, BodyBytes: 128, Status: "error", Note: "start failed"},
 	}
@@ -135,7 +135,7 @@ func TestWireRows(t *testing.T) {
 		t.Fatalf("wire rows lost: %+v", back.Wire)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, FileJSON))
-	for _, field := range []string{`"wire"`, `"ratio_to_nats": 1.8`, `"p50_us": 600`, `"connections": 8`, `"profile": "sync-flush"`} {
+	for _, field := range []string{`"wire"`, `"ratio_to_nats": 1.8`, `"ratio_to_floor": 0.75`, `"p50_us": 600`, `"connections": 8`, `"profile": "sync-flush"`} {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("results.json lacks %s", field)
 		}
@@ -152,7 +152,7 @@ func TestWireRows(t *testing.T) {
 	var tb, md bytes.Buffer
 	r.WriteTable(&tb)
 	r.WriteMarkdown(&md, "")
-	for _, want := range []string{"keel/sync-flush/128B/p64", "1.80×", "start failed"} {
+	for _, want := range []string{"keel/sync-flush/128B/p64", "1.80×", "0.75×", "start failed"} {
 		if !strings.Contains(tb.String(), want) || !strings.Contains(md.String(), strings.TrimPrefix(want, "keel/sync-flush/128B/p64")) {
 			t.Errorf("table or markdown lacks %q:\n%s\n%s", want, tb.String(), md.String())
 		}

@@ -201,7 +201,7 @@ type Peer struct {
 // load generator over TCP, or the NATS JetStream peer measured in the same
 // run, interleaved with it.
 type Wire struct {
-	// Name is "keel" or "nats-jetstream".
+	// Name is "keel", "nats-jetstream" or "protocol-floor".
 	Name string `json:"name"`
 	// Profile is the keel profile ("default", "sync-flush", ...) or the
 	// NATS configuration ("r1-default").
@@ -238,10 +238,17 @@ type Wire struct {
 	// NATSTCPMsgsPerSec and RatioToNATSTCP: the same against the
 	// r1-default-tcp row (NATS clients over TCP loopback, like keel's
 	// generator); added within schema version 1.
-	NATSTCPMsgsPerSec float64    `json:"nats_tcp_msgs_per_sec,omitempty"`
-	RatioToNATSTCP    float64    `json:"ratio_to_nats_tcp,omitempty"`
-	Runs              []Run      `json:"runs,omitempty"`
-	CDF               []CDFPoint `json:"cdf,omitempty"`
+	NATSTCPMsgsPerSec float64 `json:"nats_tcp_msgs_per_sec,omitempty"`
+	RatioToNATSTCP    float64 `json:"ratio_to_nats_tcp,omitempty"`
+	// FloorMsgsPerSec and RatioToFloor (keel rows): the median msgs/s of
+	// the protocol-floor row (keel's remoting server storing nothing,
+	// same generator) with the same producers and body size, and
+	// MsgsPerSec divided by it; 0 when the floor did not run. Added
+	// within schema version 1.
+	FloorMsgsPerSec float64    `json:"floor_msgs_per_sec,omitempty"`
+	RatioToFloor    float64    `json:"ratio_to_floor,omitempty"`
+	Runs            []Run      `json:"runs,omitempty"`
+	CDF             []CDFPoint `json:"cdf,omitempty"`
 }
 
 // Key identifies the row: "keel/sync-flush/128B/p64".

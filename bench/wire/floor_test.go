@@ -2,55 +2,22 @@ package wire
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"net"
 	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/keelmq/keel/bench/peers"
-	"github.com/keelmq/keel/host/remoting"
 )
 
-// startFloorServer starts keel's remoting server (the same reader, writer
-// and write coalescing as keel serve) with a SEND_MESSAGE handler that
-// reads the header fields a broker needs and answers with the response
-// keel sends, without storing anything: the cost of the protocol alone.
+// startFloorServer is StartFloor for a test or benchmark: stopped at
+// its cleanup.
 func startFloorServer(tb testing.TB) string {
-	s := remoting.NewServer(remoting.ServerConfig{Logger: slog.New(slog.DiscardHandler)})
-	var off atomic.Int64
-	s.Handle(remoting.CodeSendMessage, func(req *remoting.Request) *remoting.Command { return floorAnswer(req.Cmd, &off) })
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := StartFloor()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	go s.Serve(l)
-	tb.Cleanup(func() { s.Close() })
-	return l.Addr().String()
-}
-
-// floorAnswer checks the header fields a broker needs and builds the
-// response keel sends to a SEND_MESSAGE, advancing *off as an append
-// would, without storing anything.
-func floorAnswer(c *remoting.Command, off *atomic.Int64) *remoting.Command {
-	q, err := strconv.Atoi(c.Ext("queueId"))
-	if err != nil || c.Ext("topic") == "" || c.Ext("properties") == "" {
-		return remoting.NewResponse(c, remoting.MessageIllegal, "bad header")
-	}
-	if _, err := strconv.ParseInt(c.Ext("bornTimestamp"), 10, 64); err != nil {
-		return remoting.NewResponse(c, remoting.MessageIllegal, "bad born timestamp")
-	}
-	o := off.Add(int64(len(c.Body)) + 200)
-	resp := remoting.NewResponse(c, remoting.Success, "")
-	resp.SetExt("msgId", fmt.Sprintf("7F00000100002A9F%016X", o))
-	resp.SetExt("queueId", strconv.Itoa(q))
-	resp.SetExt("queueOffset", strconv.FormatInt(o/300, 10))
-	resp.SetExt("MSG_REGION", "DefaultRegion")
-	resp.SetExt("TRACE_ON", "true")
-	return resp
+	tb.Cleanup(func() { stop() })
+	return addr
 }
 
 // BenchmarkWireFloor compares, in alternating rounds of the same run, the

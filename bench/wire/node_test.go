@@ -113,8 +113,8 @@ func TestFindProfile(t *testing.T) {
 }
 
 // TestRunPart runs the wire part on a tiny config: keel beside NATS
-// JetStream r1-default (in-process and over TCP), and a profile that does
-// not exist.
+// JetStream r1-default (in-process and over TCP) and the protocol floor,
+// and a profile that does not exist.
 func TestRunPart(t *testing.T) {
 	yes := true
 	w := matrix.WireConfig{Profiles: []string{"default", "no-such-profile"}, Producers: []int{4}, Connections: 2, Depth: 4,
@@ -122,10 +122,17 @@ func TestRunPart(t *testing.T) {
 	steps, skips := 0, 0
 	rows := RunPart(context.Background(), w, PartOptions{Scratch: t.TempDir(), Warmup: 10 * time.Millisecond, Queues: 2,
 		ProfileDirs: []string{profileDir}, Step: func(string) { steps++ }, Skip: func(n int) { skips += n }})
-	if len(rows) != 4 {
+	if len(rows) != 5 {
 		t.Fatalf("rows: %+v", rows)
 	}
-	keel, missing, nats, natsTCP := rows[0], rows[1], rows[2], rows[3]
+	keel, missing, nats, natsTCP, floor := rows[0], rows[1], rows[2], rows[3], rows[4]
+	if floor.Name != FloorName || floor.Profile != FloorProfile || floor.Status != "ok" || len(floor.Runs) != 2 || floor.Statuses[StatusOK] == 0 ||
+		floor.RatioToNATS != floor.MsgsPerSec/nats.MsgsPerSec || floor.RatioToFloor != 0 {
+		t.Errorf("floor row: %+v", floor)
+	}
+	if keel.FloorMsgsPerSec != floor.MsgsPerSec || keel.RatioToFloor != keel.MsgsPerSec/floor.MsgsPerSec {
+		t.Errorf("ratio to the floor: keel %v, floor %v, ratio %v", keel.MsgsPerSec, keel.FloorMsgsPerSec, keel.RatioToFloor)
+	}
 	if keel.Name != "keel" || keel.Status != "ok" || len(keel.Runs) != 2 || keel.Statuses[StatusOK] == 0 || keel.P99us <= 0 {
 		t.Errorf("keel row: %+v", keel)
 	}
@@ -142,7 +149,7 @@ func TestRunPart(t *testing.T) {
 	if keel.NATSTCPMsgsPerSec != natsTCP.MsgsPerSec || keel.RatioToNATSTCP != keel.MsgsPerSec/natsTCP.MsgsPerSec {
 		t.Errorf("ratio over TCP: keel %v, nats %v, ratio %v", keel.MsgsPerSec, keel.NATSTCPMsgsPerSec, keel.RatioToNATSTCP)
 	}
-	if missing.Status != "error" || missing.RatioToNATS != 0 {
+	if missing.Status != "error" || missing.RatioToNATS != 0 || missing.RatioToFloor != 0 {
 		t.Errorf("missing profile row: %+v", missing)
 	}
 	// Every run is either stepped (result or failure) or skipped.

@@ -56,10 +56,12 @@ func Runs(w matrix.WireConfig) int {
 // a fresh in-process node (Run) and, when w.WithNATS(), NATS JetStream
 // r1-default runs once through bench/peers with the same producers, body
 // size, warmup and duration, with its clients in-process and again over
-// TCP (NATSTCPConfig); the order of the systems rotates from one
+// TCP (NATSTCPConfig), and, when w.WithFloor(), the protocol floor
+// (StartFloor) once; the order of the systems rotates from one
 // round to the next. It returns one row per system, producer count and
-// body size: medians of the runs, latency over all runs, and for keel
-// rows the ratios to both NATS rows. A system whose run fails is reported with
+// body size: medians of the runs, latency over all runs, for keel and
+// floor rows the ratios to both NATS rows, and for keel rows the ratio to
+// the floor. A system whose run fails is reported with
 // status "error" and is not run again for that producer count and body
 // size. RunPart returns early, with what it has, when ctx ends.
 func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.Wire {
@@ -82,7 +84,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 		queues = DefaultQueues
 	}
 	type system struct {
-		nats          bool
+		nats, floor   bool
 		profile, path string
 		err           error
 	}
@@ -93,6 +95,9 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 	}
 	if w.WithNATS() {
 		systems = append(systems, system{nats: true, profile: NATSConfig}, system{nats: true, profile: NATSTCPConfig})
+	}
+	if w.WithFloor() {
+		systems = append(systems, system{floor: true, profile: FloorProfile})
 	}
 	n := 0
 	for _, producers := range w.Producers {
@@ -106,8 +111,11 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 			for i, s := range systems {
 				a := &acc{row: report.Wire{Name: "keel", Profile: s.profile, Producers: producers, Connections: min(w.Connections, producers),
 					Depth: w.Depth, BodyBytes: body, Statuses: map[string]int64{}}}
-				if s.nats {
+				switch {
+				case s.nats:
 					a.row.Name, a.row.Connections, a.row.Depth = "nats-jetstream", min(producers, 8), 0
+				case s.floor:
+					a.row.Name = FloorName
 				}
 				if s.err != nil {
 					a.row.Status, a.row.Note = "error", s.err.Error()
@@ -134,7 +142,17 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 						note     string
 						err      error
 					)
-					if s.nats {
+					switch {
+					case s.floor:
+						var r *Result
+						r, err = runFloor(ctx, LoadSpec{Queues: queues, Producers: producers, Conns: w.Connections, Depth: w.Depth, BodyBytes: body,
+							Warmup: o.Warmup, Duration: w.Duration.D()})
+						if err == nil {
+							mps, lat, statuses, errs = r.MsgsPerSec, &r.Latency, r.Statuses, r.Errors
+							note = fmt.Sprintf("keel's remoting server in this process with a send handler that stores nothing, %d TCP conns × depth %d on 127.0.0.1, SEND_MESSAGE (10)",
+								a.row.Connections, w.Depth)
+						}
+					case s.nats:
 						var r *peers.Result
 						r, err = peers.Run(ctx, peers.Spec{System: "nats", Config: s.profile, Dir: dir, Producers: producers, BodyBytes: body,
 							Warmup: o.Warmup, Duration: w.Duration.D()})
@@ -145,7 +163,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 								statuses[StatusError] = r.Errors
 							}
 						}
-					} else {
+					default:
 						var r *Result
 						r, err = Run(ctx, Spec{Node: NodeSpec{Profile: s.path, Dir: dir, SegmentSize: int64(w.SegmentSize), Queues: queues},
 							Load: LoadSpec{Queues: queues, Producers: producers, Conns: w.Connections, Depth: w.Depth, BodyBytes: body,
@@ -184,7 +202,7 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 					a.row.Runs = append(a.row.Runs, report.Run{MsgsPerSec: mps, P99us: us(lat.Quantile(0.99))})
 				}
 			}
-			var natsMPS, natsTCPMPS float64
+			var natsMPS, natsTCPMPS, floorMPS float64
 			for i, a := range accs {
 				if a.row.Status == "" {
 					a.row.Status = "ok"
@@ -197,6 +215,8 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 						natsMPS = a.row.MsgsPerSec
 					case systems[i].nats:
 						natsTCPMPS = a.row.MsgsPerSec
+					case systems[i].floor:
+						floorMPS = a.row.MsgsPerSec
 					}
 				}
 			}
@@ -209,11 +229,26 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 					a.row.NATSTCPMsgsPerSec = natsTCPMPS
 					a.row.RatioToNATSTCP = a.row.MsgsPerSec / natsTCPMPS
 				}
+				if !systems[i].nats && !systems[i].floor && a.row.Status == "ok" && floorMPS > 0 {
+					a.row.FloorMsgsPerSec = floorMPS
+					a.row.RatioToFloor = a.row.MsgsPerSec / floorMPS
+				}
 				out = append(out, a.row)
 			}
 		}
 	}
 	return out
+}
+
+// runFloor drives a fresh protocol floor (StartFloor) with ls.
+func runFloor(ctx context.Context, ls LoadSpec) (*Result, error) {
+	addr, stop, err := StartFloor()
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	ls.Addr = addr
+	return Load(ctx, ls)
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
