@@ -551,8 +551,8 @@ func (s *hostServer) FlushAfter(ctx context.Context, r *pluginpb.Offset) (*plugi
 	var err error
 	if fa, ok := s.h.(FlushAfterer); ok {
 		f, err = fa.FlushAfter(ctx, r.GetOffset())
-	} else if _, err = s.h.WaitCommitted(ctx, r.GetOffset()); err == nil {
-		f, err = s.h.Flush(ctx)
+	} else {
+		f, err = WaitThenFlush(ctx, s.h, r.GetOffset())
 	}
 	if err != nil {
 		return nil, toStatus(err)

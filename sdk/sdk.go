@@ -190,6 +190,16 @@ type FlushAfterer interface {
 	FlushAfter(ctx context.Context, after int64) (int64, error)
 }
 
+// WaitThenFlush is FlushAfter's meaning on any Host: WaitCommitted(ctx,
+// after), then Flush. Hosts implement FlushAfterer with it, and a caller
+// holding a Host without FlushAfterer falls back to it.
+func WaitThenFlush(ctx context.Context, h Host, after int64) (int64, error) {
+	if _, err := h.WaitCommitted(ctx, after); err != nil {
+		return 0, err
+	}
+	return h.Flush(ctx)
+}
+
 // FlushStrategy decides when committed bytes become durable, by calling
 // Host.Flush (and Host.Commit for write-buffered stores). Its AckPolicy
 // tells the host what a producer's acknowledgement waits for; the host

@@ -175,10 +175,7 @@ func (c *countingHost) Flush(ctx context.Context) (int64, error) {
 // FlushAfter implements sdk.FlushAfterer through the counted Flush (the
 // embedded storehost's would bypass the count).
 func (c *countingHost) FlushAfter(ctx context.Context, after int64) (int64, error) {
-	if _, err := c.Host.WaitCommitted(ctx, after); err != nil {
-		return 0, err
-	}
-	return c.Flush(ctx)
+	return sdk.WaitThenFlush(ctx, c, after)
 }
 
 // confirmProxy lets the store be opened before its storehost exists.

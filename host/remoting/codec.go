@@ -484,7 +484,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		// Copy the longest run of bytes that need no escaping at once.
 		j := i
-		for j < len(s) && s[j] < utf8.RuneSelf && jsonSafeASCII[s[j]] {
+		for j < len(s) && strPlain[s[j]] {
 			j++
 		}
 		if j > i {

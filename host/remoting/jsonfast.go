@@ -598,17 +598,10 @@ func (p *fastParser) hex4() (rune, bool) {
 	return r, true
 }
 
-// strPlain[b] is true for the bytes a JSON string holds as themselves and
-// str skips without a closer look: printable ASCII but '"' and '\\'.
+// strPlain[b] is true for the bytes a JSON string holds as themselves:
+// printable ASCII but '"' and '\\'. The decoder (str) skips them without a
+// closer look, the encoder (appendJSONString) copies them verbatim.
 var strPlain = func() (t [256]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\'
-	}
-	return t
-}()
-
-// jsonSafeASCII[b] is true for ASCII bytes appendJSONString copies verbatim.
-var jsonSafeASCII = func() (t [utf8.RuneSelf]bool) {
 	for b := 0x20; b < utf8.RuneSelf; b++ {
 		t[b] = b != '"' && b != '\\'
 	}

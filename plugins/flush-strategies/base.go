@@ -127,12 +127,8 @@ func (b *base) flush(ctx context.Context) (int64, error) {
 		b.fail(ctx, "flush", err)
 		return f, err
 	}
-	prev := b.flushedAt.Load()
-	if f > prev && b.flushedAt.CompareAndSwap(prev, f) {
-		b.flushes.Add(1)
+	if b.advance(f) {
 		b.latency.observe(time.Since(t0).Seconds())
-		b.batch.observe(float64(f - prev))
-		b.flushedBytes.Add(f - prev)
 	}
 	return f, nil
 }
@@ -149,13 +145,21 @@ func (b *base) flushAfter(ctx context.Context, fa sdk.FlushAfterer, after int64)
 		}
 		return f, err
 	}
-	prev := b.flushedAt.Load()
-	if f > prev && b.flushedAt.CompareAndSwap(prev, f) {
-		b.flushes.Add(1)
-		b.batch.observe(float64(f - prev))
-		b.flushedBytes.Add(f - prev)
-	}
+	b.advance(f)
 	return f, nil
+}
+
+// advance records a flush that reached f: one flush and its batch, when
+// f is beyond the last recorded flushed offset (false otherwise).
+func (b *base) advance(f int64) bool {
+	prev := b.flushedAt.Load()
+	if f <= prev || !b.flushedAt.CompareAndSwap(prev, f) {
+		return false
+	}
+	b.flushes.Add(1)
+	b.batch.observe(float64(f - prev))
+	b.flushedBytes.Add(f - prev)
+	return true
 }
 
 // commit calls Host.Commit and records it.

@@ -543,10 +543,7 @@ func (h *flushAfterHost) FlushAfter(ctx context.Context, after int64) (int64, er
 	if h.unsupported {
 		return 0, fmt.Errorf("host: %w", sdk.ErrNotSupported)
 	}
-	if _, err := h.WaitCommitted(ctx, after); err != nil {
-		return 0, err
-	}
-	return h.Flush(ctx)
+	return sdk.WaitThenFlush(ctx, h, after)
 }
 
 // TestSyncFlushAfter: the sync strategy runs its rounds through

@@ -224,10 +224,7 @@ func (h *Host) WaitReplicated(ctx context.Context, off int64) error {
 
 // FlushAfter implements sdk.FlushAfterer.
 func (h *Host) FlushAfter(ctx context.Context, after int64) (int64, error) {
-	if _, err := h.WaitCommitted(ctx, after); err != nil {
-		return 0, err
-	}
-	return h.Flush(ctx)
+	return sdk.WaitThenFlush(ctx, h, after)
 }
 
 // OnReplicated calls fn(true) once the acknowledged offset reaches off, or
