@@ -194,6 +194,13 @@ type ServerConfig struct {
 	// MaxFrameSize caps one remoting frame. Default "16MiB"; must exceed
 	// store.max_message_size and fit the 32-bit frame length.
 	MaxFrameSize Size `toml:"max_frame_size" comment:"largest remoting frame accepted"`
+	// RequestBufferBudget bounds the bytes of client requests held in
+	// memory at once, across every connection of the name server and
+	// broker listeners: a connection whose next frame does not fit waits
+	// before reading it (TCP back-pressure). Default "256MiB", or
+	// max_frame_size when that is larger; at least max_frame_size, so that
+	// any accepted frame fits.
+	RequestBufferBudget Size `toml:"request_buffer_budget" comment:"memory for requests in flight, all connections together"`
 	// IdleTimeout closes a connection idle this long; "0s" never does.
 	// Default "120s" (RocketMQ channelExpiredTimeout and the Go client's
 	// read deadline).
@@ -298,6 +305,9 @@ func defaults(name string) document {
 			MaxConnections: 4096,
 			MaxFrameSize:   16 << 20,
 			IdleTimeout:    Duration(120 * time.Second),
+			// 16 frames of the largest size; a fraction of a typical
+			// host's memory, and far above what a steady load holds.
+			RequestBufferBudget: 256 << 20,
 		},
 		Admin: AdminConfig{Addr: "127.0.0.1:10914"},
 	}
@@ -471,6 +481,9 @@ func (p *Profile) normalize() {
 	if p.Replication.Role == RoleSlave && !p.present([]string{"server", "broker_id"}) {
 		p.Server.BrokerID = 1
 	}
+	if !p.present([]string{"server", "request_buffer_budget"}) && p.Server.RequestBufferBudget < p.Server.MaxFrameSize {
+		p.Server.RequestBufferBudget = p.Server.MaxFrameSize
+	}
 }
 
 // Errorf returns an *Error about the key dottedKey ("flush.config.interval"),
@@ -641,6 +654,13 @@ func (p *Profile) validate() ErrorList {
 			fail("store.max_message_size", "%s must be smaller than server.max_frame_size (%s)", st.MaxMessageSize, sv.MaxFrameSize)
 		} else {
 			fail("server.max_frame_size", "%s must be larger than store.max_message_size (%s)", sv.MaxFrameSize, st.MaxMessageSize)
+		}
+	}
+	if sv.RequestBufferBudget < sv.MaxFrameSize {
+		if p.blame("server.request_buffer_budget", "server.max_frame_size") == "server.max_frame_size" {
+			fail("server.max_frame_size", "%s must not exceed server.request_buffer_budget (%s): a frame larger than the budget could never be read", sv.MaxFrameSize, sv.RequestBufferBudget)
+		} else {
+			fail("server.request_buffer_budget", "%s is smaller than server.max_frame_size (%s): a frame larger than the budget could never be read", sv.RequestBufferBudget, sv.MaxFrameSize)
 		}
 	}
 	if sv.SlaveBrokerAddr != "" {

@@ -51,6 +51,8 @@ func TestDefaults(t *testing.T) {
 			MaxConnections: 4096,
 			MaxFrameSize:   16 << 20,
 			IdleTimeout:    Duration(120 * time.Second),
+
+			RequestBufferBudget: 256 << 20,
 		},
 		Admin: AdminConfig{Addr: "127.0.0.1:10914"},
 	}

@@ -150,6 +150,15 @@ func FrameBuffered(r *bufio.Reader) bool {
 //
 // The returned Command owns its memory (nothing aliases r's buffer).
 func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
+	return readCommand(r, maxFrame, nil)
+}
+
+// readCommand is ReadCommand with a hook: reserve, when not nil, is called
+// with the frame's length (the first int32) once that length has passed
+// the maxFrame check and before anything more of the frame is read or
+// allocated; an error from it is returned as is, with nothing allocated.
+// The caller owns what reserve took, whatever readCommand returns after it.
+func readCommand(r *bufio.Reader, maxFrame int, reserve func(n int64) error) (*Command, error) {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
@@ -166,6 +175,11 @@ func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
 	}
 	if total < 4 {
 		return nil, fmt.Errorf("frame length %d shorter than header-info word: %w", total, ErrMalformed)
+	}
+	if reserve != nil {
+		if err := reserve(total); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := io.ReadFull(r, pre[4:8]); err != nil {
 		return nil, fmt.Errorf("reading frame header info: %w", noEOF(err))

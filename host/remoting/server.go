@@ -57,6 +57,21 @@ type ServerConfig struct {
 	// reached the connection's reader waits, which applies back-pressure
 	// to that client only. Default DefaultMaxInflight.
 	MaxInflight int
+	// Budget bounds the bytes of requests held in memory, across every
+	// connection of every server given the same Budget (share one per
+	// process for a global bound). A frame's length is reserved before
+	// its bytes are read or allocated, and released when the handler has
+	// returned and every Request.Go and Request.Async it started has
+	// finished (a response frame to Conn.Invoke: once handed over). A
+	// reader whose frame does not fit waits, reading nothing more from
+	// its socket (TCP back-pressure on that client; the answers it
+	// already holds are written first); a frame larger than the whole
+	// budget closes its connection at once, as an over-MaxFrame frame
+	// does. Default: a budget of its own of RequestBudget bytes.
+	Budget *Budget
+	// RequestBudget is the size of the server's own Budget when Budget is
+	// nil. Default DefaultRequestBudget.
+	RequestBudget int64
 	// Logger receives connection-level events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -77,6 +92,9 @@ func (c *ServerConfig) withDefaults() ServerConfig {
 	}
 	if out.MaxInflight <= 0 {
 		out.MaxInflight = DefaultMaxInflight
+	}
+	if out.Budget == nil {
+		out.Budget = NewBudget(out.RequestBudget)
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
@@ -146,6 +164,10 @@ func (s *Server) OnConnClose(f func(*Conn)) { s.onClose = append(s.onClose, f) }
 
 // NumConns returns the number of open connections.
 func (s *Server) NumConns() int { return int(s.nconns.Load()) }
+
+// Budget is the request memory budget the server draws on (shared with
+// the other servers configured with the same one).
+func (s *Server) Budget() *Budget { return s.cfg.Budget }
 
 // Serve accepts connections on l until l fails or the server is closed, and
 // serves each on its own goroutines. It returns ErrServerClosed after
@@ -510,13 +532,39 @@ func (c *Conn) readLoop() {
 		s.wg.Done()
 	}()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	budget := s.cfg.Budget
+	var held int64 // the budget the frame being read holds
+	reserve := func(n int64) error {
+		if budget.TryAcquire(n) {
+			held = n
+			return nil
+		}
+		if n > budget.Limit() {
+			return budget.Acquire(c.ctx, n) // refused at once
+		}
+		// About to wait: the answers held for this batch go out first,
+		// and the writer stops holding its own for the batch's end.
+		if !c.flushInline() {
+			return ErrConnClosed
+		}
+		c.setReadBusy(false)
+		if err := budget.Acquire(c.ctx, n); err != nil {
+			return err
+		}
+		held = n
+		// Waiting for room is not the client's idleness.
+		_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		return nil
+	}
 	for {
 		if !FrameBuffered(br) {
 			// The next read may block: that is where idleness counts.
 			_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		}
-		cmd, err := ReadCommand(br, s.cfg.MaxFrame)
+		cmd, err := readCommand(br, s.cfg.MaxFrame, reserve)
 		if err != nil {
+			budget.Release(held)
+			held = 0
 			c.flushInline() // answers to the frames before a bad one
 			c.readFailed(err)
 			return
@@ -531,23 +579,32 @@ func (c *Conn) readLoop() {
 				default:
 				}
 			}
+			budget.Release(held)
 		} else {
-			s.dispatch(c, cmd)
+			s.dispatchHeld(c, cmd, held)
 		}
+		held = 0
 		// The end of a batch (a response can end one too) writes the
 		// answers the reader holds.
 		more := FrameBuffered(br)
 		if !more && !c.flushInline() {
 			return
 		}
-		if more != c.readBusy.Load() {
-			c.readBusy.Store(more)
-			if !more && c.held.CompareAndSwap(true, false) {
-				select {
-				case c.flushKick <- struct{}{}:
-				default:
-				}
-			}
+		c.setReadBusy(more)
+	}
+}
+
+// setReadBusy records whether the reader is in the middle of a batch;
+// ending one kicks the writer if it holds frames for the batch's end.
+func (c *Conn) setReadBusy(more bool) {
+	if more == c.readBusy.Load() {
+		return
+	}
+	c.readBusy.Store(more)
+	if !more && c.held.CompareAndSwap(true, false) {
+		select {
+		case c.flushKick <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -562,6 +619,7 @@ func (c *Conn) readFailed(err error) {
 		c.srv.log.Debug("remoting: connection closed by peer", "conn", c.String())
 	case errors.As(err, &ne) && ne.Timeout():
 		c.srv.log.Info("remoting: idle connection closed", "conn", c.String(), "idle", c.srv.cfg.IdleTimeout)
+	case errors.Is(err, ErrConnClosed):
 	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrMalformed):
 		c.srv.log.Warn("remoting: bad frame, closing connection", "conn", c.String(), "err", err)
 	default:
@@ -569,8 +627,15 @@ func (c *Conn) readFailed(err error) {
 	}
 }
 
-func (s *Server) dispatch(c *Conn, cmd *Command) {
-	req := &Request{Cmd: cmd, Conn: c}
+// dispatch handles one request that holds nothing of the server's Budget.
+func (s *Server) dispatch(c *Conn, cmd *Command) { s.dispatchHeld(c, cmd, 0) }
+
+// dispatchHeld handles one request; it holds budget bytes of the server's
+// Budget, which the request releases when done with them.
+func (s *Server) dispatchHeld(c *Conn, cmd *Command, budget int64) {
+	req := &Request{Cmd: cmd, Conn: c, budget: budget}
+	req.refs.Store(1) // the handler's own, dropped when it returns
+	defer req.unref()
 	h := s.handlers[cmd.Code]
 	if h == nil {
 		c.replyInline(req, NewResponse(cmd, RequestCodeNotSupported, fmt.Sprintf("request code %d not supported", cmd.Code)))
@@ -600,6 +665,21 @@ type Request struct {
 	Conn *Conn
 
 	replied atomic.Bool
+	// budget is the Budget bytes the request's frame holds; refs counts
+	// what may still use the frame (the handler until it returns, each
+	// Go and Async until it finishes). The last unref releases budget.
+	budget int64
+	refs   atomic.Int32
+}
+
+// ref notes one more user of the request's frame; unref drops one and
+// releases the frame's budget when it was the last.
+func (r *Request) ref() { r.refs.Add(1) }
+
+func (r *Request) unref() {
+	if r.refs.Add(-1) == 0 && r.budget > 0 {
+		r.Conn.srv.cfg.Budget.Release(r.budget)
+	}
 }
 
 // Context is cancelled when the request's connection closes (including at
@@ -657,7 +737,9 @@ func (r *Request) Async() (reply func(*Command), ok bool) {
 	case <-c.ctx.Done():
 		return nil, false
 	}
+	r.ref()
 	return func(resp *Command) {
+		defer r.unref()
 		defer func() { <-c.sem }()
 		if !r.claim(resp) {
 			return
@@ -684,8 +766,10 @@ func (r *Request) Go(f func(ctx context.Context) *Command) {
 		return
 	}
 	c.srv.wg.Add(1)
+	r.ref()
 	go func() {
 		defer c.srv.wg.Done()
+		defer r.unref()
 		defer func() { <-c.sem }()
 		var resp *Command
 		func() {
