@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,7 +28,18 @@ type Report struct {
 	End           int64  // end of the valid log found by the scan
 	FirstBad      int64  // offset of the first invalid record before the zeroed tail, -1 if none
 	FirstBadError string // why it is invalid
-	Records       []record.Record
+	// LogEnd is where the log's data ends, past any damage: the end of
+	// the last record found from FirstBad on (intact, or damaged with a
+	// known extent), or the last non-zero byte of damage nothing intact
+	// follows. It equals End when FirstBad is -1. A repair cuts
+	// [FirstBad, LogEnd).
+	LogEnd int64
+	// LostRecords counts the records in [FirstBad, LogEnd): every damaged
+	// stretch counts as one record (the bytes of a record whose TOTALSIZE
+	// is damaged cannot tell how many they held), every intact record
+	// found after it as one. 0 when FirstBad is -1.
+	LostRecords int
+	Records     []record.Record
 }
 
 // SegmentReport describes one segment file.
@@ -102,6 +114,7 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 	}
 	rep.End = minOff
 	scanning := true
+	damaged := false // FirstBad found: the rest of the log is what a repair cuts
 	for i, st := range starts {
 		path := filepath.Join(cl, segmentName(st))
 		f, err := fsys.Open(path)
@@ -123,15 +136,22 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 		if i == 0 && minOff > st {
 			off = minOff - st
 		}
-		for scanning && off < int64(len(data)) {
-			n, info, err := record.Check(data[off:], o.CheckCRC)
-			if err == nil && !info.Blank && info.PhysOffset != st+off {
-				err = fmt.Errorf("%w: record claims offset %d", record.ErrCorrupt, info.PhysOffset)
+		if damaged {
+			if n, end := scanLost(data, st, 0, false, o.CheckCRC); n > 0 {
+				rep.LostRecords += n
+				rep.LogEnd = max(rep.LogEnd, end)
 			}
+		}
+		for scanning && off < int64(len(data)) {
+			n, info, err := checkAt(data, st, off, o.CheckCRC)
 			if err != nil {
 				if !allZero(data[off:min(int64(len(data)), off+64)]) {
 					rep.FirstBad = st + off
 					rep.FirstBadError = err.Error()
+					damaged = true
+					n, end := scanLost(data, st, off, true, o.CheckCRC)
+					rep.LostRecords += n
+					rep.LogEnd = max(rep.LogEnd, end)
 				}
 				scanning = false
 				break
@@ -155,6 +175,9 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 			}
 		}
 		rep.Segments = append(rep.Segments, sr)
+	}
+	if !damaged {
+		rep.LogEnd = rep.End
 	}
 	rep.SegmentSize = segSize
 	qroot := filepath.Join(dir, ConsumeQueueDir)
@@ -181,6 +204,95 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 	}
 	return rep, nil
 }
+
+// checkAt checks the record at data[off:], the segment starting at st:
+// record.Check, plus the record's own physical offset.
+func checkAt(data []byte, st, off int64, checkCRC bool) (int, record.Info, error) {
+	n, info, err := record.Check(data[off:], checkCRC)
+	if err == nil && !info.Blank && info.PhysOffset != st+off {
+		err = fmt.Errorf("%w: record claims offset %d", record.ErrCorrupt, info.PhysOffset)
+	}
+	return n, info, err
+}
+
+// scanLost walks the part of a segment (data, starting at log offset st)
+// that lies beyond damage, from off: damaged is true when off is the
+// damaged record itself. It returns how many records the stretch holds
+// (each damaged stretch counting as one) and the log offset where its
+// data ends (meaningless when it holds none). A damaged record whose layout is
+// consistent but whose body CRC fails is stepped over by its TOTALSIZE;
+// any other damage is skipped by searching for the next intact record
+// (magic code, CRC, and its own physical offset).
+func scanLost(data []byte, st, off int64, damaged bool, checkCRC bool) (records int, end int64) {
+	end = st + off
+	size := int64(len(data))
+	for off < size {
+		if !damaged {
+			n, info, err := checkAt(data, st, off, checkCRC)
+			switch {
+			case err == nil && info.Blank:
+				return records, st + off + int64(n)
+			case err == nil:
+				records++
+				off += int64(n)
+				end = st + off
+				continue
+			case allZero(data[off:min(size, off+64)]):
+				return records, end // the zeroed tail
+			}
+		}
+		damaged = false
+		records++
+		if n, ok := badCRCSize(data[off:]); ok {
+			off += n
+			end = st + off
+			continue
+		}
+		next := resync(data, st, off+1, checkCRC)
+		if next < 0 {
+			// Nothing intact follows: the damage runs to the last
+			// non-zero byte.
+			last := int64(len(bytes.TrimRight(data[off:], "\x00")))
+			return records, st + off + max(last, 1)
+		}
+		off = next
+		end = st + off
+	}
+	return records, end
+}
+
+// badCRCSize reports the TOTALSIZE of a record whose only fault is its body
+// CRC (its lengths add up, so its extent is known).
+func badCRCSize(b []byte) (int64, bool) {
+	if _, _, err := record.Check(b, true); !errors.Is(err, record.ErrBadCRC) || len(b) < 4 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint32(b)), true
+}
+
+// resync returns the offset in data, from from on, of the next intact
+// message record (checked with checkCRC, at its own physical offset), or
+// -1 if there is none.
+func resync(data []byte, st, from int64, checkCRC bool) int64 {
+	for from+8 <= int64(len(data)) {
+		// Candidates are found by the magic code's first three bytes
+		// (shared by V1 and V2), 4 bytes into a record.
+		i := bytes.Index(data[from+4:], magicPrefix[:])
+		if i < 0 {
+			return -1
+		}
+		p := from + int64(i)
+		if m := binary.BigEndian.Uint32(data[p+4:]); m == record.MagicV1 || m == record.MagicV2 {
+			if _, info, err := checkAt(data, st, p, checkCRC); err == nil && !info.Blank {
+				return p
+			}
+		}
+		from = p + 1
+	}
+	return -1
+}
+
+var magicPrefix = [3]byte{byte(record.MagicV1 >> 24), byte(record.MagicV1 >> 16 & 0xFF), byte(record.MagicV1 >> 8 & 0xFF)}
 
 func allZero(b []byte) bool {
 	for _, c := range b {

@@ -10,10 +10,18 @@ import (
 
 // RepairPlan is what Repair cuts (or would cut, on a dry run).
 type RepairPlan struct {
-	CutAt           int64    // physical offset of the first damaged record; -1 if the log is intact
-	File            string   // segment holding it
-	Reason          string   // why the record is invalid
-	BytesCut        int64    // valid-looking bytes lost after the cut point (an upper bound)
+	CutAt  int64  // physical offset of the first damaged record; -1 if the log is intact
+	File   string // segment holding it
+	Reason string // why the record is invalid
+	// LogEnd is where the log's data ends before the repair (Report.LogEnd).
+	LogEnd int64
+	// BytesCut is LogEnd - CutAt: the log bytes the repair cuts, the
+	// damaged record included. The same on a dry run and a real one.
+	BytesCut int64
+	// RecordsCut is how many records those bytes hold (Report.LostRecords:
+	// the damaged one, or each damaged stretch, counted once, and every
+	// intact record after it).
+	RecordsCut      int
 	SegmentsRemoved []string // later segment files removed
 }
 
@@ -35,10 +43,11 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := &RepairPlan{CutAt: rep.FirstBad, Reason: rep.FirstBadError}
+	plan := &RepairPlan{CutAt: rep.FirstBad, Reason: rep.FirstBadError, LogEnd: rep.LogEnd}
 	if rep.FirstBad < 0 {
 		return plan, nil
 	}
+	plan.BytesCut, plan.RecordsCut = rep.LogEnd-rep.FirstBad, rep.LostRecords
 	cut := rep.FirstBad
 	for _, sg := range rep.Segments {
 		switch {
@@ -46,7 +55,6 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 			plan.File = sg.File
 		case sg.Start > cut:
 			plan.SegmentsRemoved = append(plan.SegmentsRemoved, sg.File)
-			plan.BytesCut += sg.Bytes
 		}
 	}
 	if dryRun {

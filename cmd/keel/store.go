@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -10,8 +11,39 @@ import (
 	"github.com/keelmq/keel/core/record"
 )
 
+// cliOut is where the store and query commands print their reports
+// (tests replace it).
+var cliOut io.Writer = os.Stdout
+
+// errDamaged is returned by `keel store inspect` when it found a damaged
+// record, so that the command exits non-zero.
+type errDamaged struct {
+	offset int64
+	reason string
+	dir    string
+}
+
+func (e *errDamaged) Error() string {
+	return fmt.Sprintf("damaged record at offset %d (%s); see `keel store repair --dry-run %s`", e.offset, e.reason, e.dir)
+}
+
+const storeInspectHelp = `usage: keel store inspect [--records N] [--from OFFSET] [--crc] DIR
+
+Reads a store directory without changing it: segments, checkpoint, epochs,
+consume queues, optionally records. With --crc every body CRC is checked.
+
+Exit status:
+  0  no damaged record found
+  1  a damaged record was found (the report names it, as FIRST BAD RECORD,
+     and what a repair would cut), or the store could not be read
+`
+
 func cmdStoreInspect(args []string) error {
 	fs := flag.NewFlagSet("store inspect", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), storeInspectHelp)
+		fs.PrintDefaults()
+	}
 	n := fs.Int("records", 0, "decode and print `N` records")
 	from := fs.Int64("from", 0, "first record's physical `offset` (default: the log minimum)")
 	crc := fs.Bool("crc", false, "verify body CRCs while scanning")
@@ -26,7 +58,7 @@ func cmdStoreInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(cliOut, 0, 4, 2, ' ', 0)
 	defer w.Flush()
 	fmt.Fprintf(w, "store\t%s\n", rep.Dir)
 	fmt.Fprintf(w, "segment size\t%d\n", rep.SegmentSize)
@@ -34,6 +66,8 @@ func cmdStoreInspect(args []string) error {
 	fmt.Fprintf(w, "log end (scanned)\t%d\n", rep.End)
 	if rep.FirstBad >= 0 {
 		fmt.Fprintf(w, "FIRST BAD RECORD\t%d: %s\n", rep.FirstBad, rep.FirstBadError)
+		fmt.Fprintf(w, "log end (past the damage)\t%d\n", rep.LogEnd)
+		fmt.Fprintf(w, "a repair would cut\t%d bytes, %d records\n", rep.LogEnd-rep.FirstBad, rep.LostRecords)
 	}
 	if c := rep.Checkpoint; c != nil {
 		fmt.Fprintf(w, "checkpoint\tseq=%d flushed=%d dispatched=%d confirm=%d min=%d phys_ts=%d logics_ts=%d\n",
@@ -65,11 +99,31 @@ func cmdStoreInspect(args []string) error {
 				r.StoreTimestamp, record.OffsetMsgID(r.StoreHost, r.PhysOffset), props, body)
 		}
 	}
+	if rep.FirstBad >= 0 {
+		return &errDamaged{offset: rep.FirstBad, reason: rep.FirstBadError, dir: pos[0]}
+	}
 	return nil
 }
 
+const storeRepairHelp = `usage: keel store repair [--dry-run] DIR
+
+Finds the first damaged record of a closed store (checking CRCs) and cuts
+the log there: the rest of its segment is zeroed, later segments are
+removed, consume queues and the checkpoint follow. Everything from the
+damaged record to the end of the log is lost; --dry-run prints exactly
+that (bytes and records) and changes nothing.
+
+Exit status:
+  0  nothing to repair, the plan was printed (--dry-run), or the repair was done
+  1  the store could not be read or repaired
+`
+
 func cmdStoreRepair(args []string) error {
 	fs := flag.NewFlagSet("store repair", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), storeRepairHelp)
+		fs.PrintDefaults()
+	}
 	dry := fs.Bool("dry-run", false, "only list what would be cut")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -83,17 +137,18 @@ func cmdStoreRepair(args []string) error {
 		return err
 	}
 	if plan.CutAt < 0 {
-		fmt.Println("no damaged record found: nothing to repair")
+		fmt.Fprintln(cliOut, "no damaged record found: nothing to repair")
 		return nil
 	}
-	verb := "cut"
+	cut, remove, lose := "cut", "removed", "are lost"
 	if *dry {
-		verb = "would cut"
+		cut, remove, lose = "would cut", "would remove", "would be lost"
 	}
-	fmt.Printf("%s the log at offset %d in %s\n  reason: %s\n", verb, plan.CutAt, plan.File, plan.Reason)
+	fmt.Fprintf(cliOut, "%s the log at offset %d in %s\n  reason: %s\n", cut, plan.CutAt, plan.File, plan.Reason)
 	for _, f := range plan.SegmentsRemoved {
-		fmt.Printf("  %s remove %s\n", verb, f)
+		fmt.Fprintf(cliOut, "  %s %s\n", remove, f)
 	}
-	fmt.Printf("  at most %d bytes of later records are lost\n", plan.BytesCut)
+	fmt.Fprintf(cliOut, "  %d bytes (%d records) %s: offsets %d to %d, the damaged record and everything after it\n",
+		plan.BytesCut, plan.RecordsCut, lose, plan.CutAt, plan.LogEnd)
 	return nil
 }
