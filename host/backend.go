@@ -184,13 +184,80 @@ func (b backend) AckAsync(end int64, done func(remoting.AckStatus)) bool {
 	return true
 }
 
+// ReadAccess implements remoting.Backend. It is the one place that
+// decides whether this node may answer reads from its log:
+//
+//   - a slave's log trails its master's, connected or not (Trailing: it
+//     serves what it holds, but never moves a consumer on the absence of
+//     a record or an offset);
+//   - a master fenced by its replication plugin — its log is empty at
+//     start (start_fenced), it is catching up from a replica that is
+//     ahead of it, or it conflicts with one — may lack any record or
+//     consumer offset a replica holds (Refused). The plugin lifts the
+//     fence only after the catch-up and after merging the replica's
+//     consumer offsets (sdk/replication master catchUp), so once it is
+//     lifted the log and the offsets are back;
+//   - otherwise the log is authoritative.
+//
+// A fenced slave (the plugin reports every slave fenced for writes) is
+// Trailing, not Refused: reads from a slave are what clients fall back to
+// while the master is down.
+func (b backend) ReadAccess() remoting.ReadAccess {
+	if b.n.slave.Load() {
+		return remoting.ReadAccess{Trailing: true}
+	}
+	if fenced, why := b.n.host.Fenced(); fenced {
+		return remoting.ReadAccess{Refused: "reads fenced by replication: " + why}
+	}
+	return remoting.ReadAccess{}
+}
+
+// maxDispatchWait bounds how long a pull whose answer would move the
+// consumer backwards waits for the dispatcher to reach the visible end of
+// the log before it is answered "not yet" (PullNotYetVisible) instead.
+const maxDispatchWait = time.Second
+
 // GetMessages implements remoting.Backend.
+//
+// An answer that would move the consumer backwards
+// (remoting.PullResult.BeyondEnd) is only given once the consume queue
+// holds everything visible when it was read: the read is repeated after
+// the dispatcher has reached the confirm offset seen after the first read
+// (at most maxDispatchWait); if it has not, the answer is
+// PullNotYetVisible. A master that has just caught up from its replica
+// has its whole log back but its consume queues still being rebuilt: a
+// consumer at offset 500 there must wait, not be moved to the 256 entries
+// dispatched so far.
 func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
+	res, err := b.getMessages(topic, queueID, offset, maxCount, maxBytes, filter)
+	if err != nil {
+		return res, b.readFailed(topic, queueID, offset, maxCount, err)
+	}
+	if res.BeyondEnd(offset) {
+		st := b.store()
+		p := st.Positions()
+		if p.Dispatched < p.Confirm {
+			wctx, cancel := context.WithTimeout(ctx, maxDispatchWait)
+			_, werr := st.WaitDispatched(wctx, p.Confirm-1)
+			cancel()
+			if werr != nil {
+				res.Status, res.NextOffset, res.Data, res.Count = remoting.PullNotYetVisible, offset, nil, 0
+				return res, nil
+			}
+		}
+		if res, err = b.getMessages(topic, queueID, offset, maxCount, maxBytes, filter); err != nil {
+			return res, b.readFailed(topic, queueID, offset, maxCount, err)
+		}
+	}
+	b.n.metrics.pullMsgs.Add(res.Count)
+	return res, nil
+}
+
+func (b backend) getMessages(topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
 	g, err := b.store().GetMessages(topic, queueID, offset, maxCount, maxBytes, filter)
 	if err != nil {
 		return remoting.PullResult{}, err
 	}
-	b.n.metrics.pullMsgs.Add(len(g.Sizes))
 	return remoting.PullResult{
 		Status:     pullStatus(g.Status),
 		NextOffset: g.NextOffset,
@@ -244,16 +311,41 @@ func (b backend) OffsetByTime(ctx context.Context, topic string, queueID int32, 
 	return b.store().QueueOffsetByTime(topic, queueID, ts)
 }
 
-// ReadMessage implements remoting.Backend.
+// ReadMessage implements remoting.Backend: the record is checked whole,
+// body CRC included, before it is served (core's ReadRecord checks the
+// framing only), so a record damaged in an old segment is reported as
+// damaged (remoting.ErrCorrupt, logged and counted once per offset), never
+// served as if whole, and never reported as "not found" either.
 func (b backend) ReadMessage(ctx context.Context, physOffset int64) ([]byte, error) {
 	rec, err := b.n.cache.readRecord(b.store(), physOffset)
+	if err == nil {
+		_, _, err = record.Check(rec, true)
+		if err != nil {
+			err = fmt.Errorf("read record at %d: %w", physOffset, err)
+		}
+	}
 	if err != nil {
+		if damaged(err) {
+			err = wrapCorrupt(err)
+			b.n.metrics.readFaults.report(b.n, readFault{phys: physOffset, queue: -1}, err)
+			return nil, err
+		}
 		if errors.Is(err, core.ErrOffset) {
 			return nil, fmt.Errorf("%w: %w", remoting.ErrNotFound, err)
 		}
 		return nil, err
 	}
 	return rec, nil
+}
+
+// RaiseConsumerOffset implements remoting.Backend with the offset table's
+// merge by maximum (the replication path's Apply), which is atomic.
+func (b backend) RaiseConsumerOffset(group, topic string, queueID int32, offset int64) error {
+	snap := meta.OffsetsSnapshot{Offsets: map[string]map[int32]int64{meta.OffsetKey(topic, group): {queueID: offset}}}
+	if _, err := b.store().Meta().ConsumerOffsets.Apply(snap); err != nil {
+		return fmt.Errorf("raise offset of group %s on %s/%d to %d: %w", group, topic, queueID, offset, err)
+	}
+	return nil
 }
 
 // QueryMessages implements remoting.Backend: the index's candidates,

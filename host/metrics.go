@@ -29,6 +29,11 @@ type nodeMetrics struct {
 	pluginCrashes  *vm.Counter
 	pluginRestarts *vm.Counter
 
+	// corruptReads counts distinct damaged records reads met (each once,
+	// however often a consumer retries it); readFaults remembers which.
+	corruptReads *vm.Counter
+	readFaults   readFaults
+
 	acks map[remoting.AckStatus]*vm.Counter
 }
 
@@ -54,6 +59,7 @@ func newMetrics(n *Node) *nodeMetrics {
 		flushLatency:   s.NewHistogram("keel_flush_duration_seconds"),
 		pluginCrashes:  s.NewCounter("keel_plugin_crashes_total"),
 		pluginRestarts: s.NewCounter("keel_plugin_restarts_total"),
+		corruptReads:   s.NewCounter("keel_read_corrupt_records_total"),
 		acks:           map[remoting.AckStatus]*vm.Counter{},
 	}
 	for st, name := range ackNames {

@@ -75,7 +75,62 @@ var (
 	// QueryMessages with no key index loaded). It becomes
 	// REQUEST_CODE_NOT_SUPPORTED (3).
 	ErrNotSupported = errors.New("not supported")
+	// ErrCorrupt means the stored bytes of a record are damaged (bad CRC,
+	// impossible lengths, a TOTALSIZE that disagrees with the consume
+	// queue). The record is never served as if it were whole: the answer
+	// is SYSTEM_ERROR with a remark naming the offset and the damage.
+	ErrCorrupt = errors.New("stored record is damaged")
 )
+
+// ReadAccess says how far this node's own log may be trusted to answer
+// reads. The broker asks Backend.ReadAccess once per pull round, offset
+// query, offset search and commit, and applies the rules below itself, so
+// every read path decides the same way from one answer.
+//
+// Why SYSTEM_BUSY: rocketmq-client-go maps every pull response code other
+// than SUCCESS, PULL_NOT_FOUND, PULL_RETRY_IMMEDIATELY and
+// PULL_OFFSET_MOVED to an error (internal/client.go processPullResponse);
+// the push consumer then re-pulls the same queue offset after 3 s
+// (_PullDelayTimeWhenError) without touching its offset table or its
+// process queue. PULL_OFFSET_MOVED, by contrast, drops the process queue
+// and overwrites the consumer's offset (update with increaseOnly=false,
+// then persist), which is how a wiped master used to send consumers back
+// to 0. An error answer to QUERY_CONSUMER_OFFSET (anything but SUCCESS and
+// QUERY_NOT_FOUND) makes computePullFromWhereWithException fail, so the
+// rebalance skips the queue and asks again at the next rebalance, where
+// QUERY_NOT_FOUND or SUCCESS 0 would start it from consumeFromWhere or 0.
+// An error to GET_MAX_OFFSET or SEARCH_OFFSET_BY_TIMESTAMP likewise leaves
+// the queue unassigned until the next rebalance. The Java client behaves
+// the same (MQBrokerException, pull retried after
+// pullTimeDelayMillsWhenException).
+type ReadAccess struct {
+	// Refused, when not empty, is why this node must not answer from its
+	// log at all: it may lack records, queues and consumer offsets that a
+	// replica holds (a master fenced by its replication plugin, e.g. after
+	// losing its disk, until it has caught up from the replica and merged
+	// the replica's consumer offsets). Pulls, QUERY_CONSUMER_OFFSET,
+	// GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP,
+	// QUERY_MESSAGE and VIEW_MESSAGE_BY_ID are answered SYSTEM_BUSY with
+	// this text in the remark; consumer offset commits (UPDATE_CONSUMER_OFFSET
+	// and a pull's piggy-backed commitOffset) are kept only where they raise
+	// the stored offset.
+	Refused string
+	// Trailing means this node's log is a copy that may trail another
+	// node's (a slave, connected or not): what it holds is right, but the
+	// absence of a record, a queue or a consumer offset is no evidence
+	// that none exists. A pull past the end of a queue as this node knows
+	// it (PullResult.BeyondEnd) is answered PULL_NOT_FOUND at the requested
+	// offset (caught up: the pull is held and re-read as data arrives),
+	// never PULL_OFFSET_MOVED; QUERY_CONSUMER_OFFSET for a group with no
+	// offset here is answered SYSTEM_BUSY (its offsets arrive with the
+	// master's metadata); commits are kept only where they raise the
+	// stored offset (the master's metadata merges into a slave by maximum,
+	// so a lower value could not stay anyway).
+	Trailing bool
+}
+
+// keepsOffsetsUp reports whether commits may only raise stored offsets.
+func (a ReadAccess) keepsOffsetsUp() bool { return a.Refused != "" || a.Trailing }
 
 // Appended is where one message of an Append was stored.
 type Appended struct {
@@ -137,12 +192,19 @@ const (
 	// PullMessageWasRemoving means the entries point at commitlog data
 	// retention has deleted; NextOffset is past them.
 	PullMessageWasRemoving
+	// PullNotYetVisible means offset may lie inside the queue although
+	// this node's consume queue does not reach it yet (the dispatcher is
+	// behind the visible end of the log, or the log trails a replica's):
+	// NextOffset is offset. The broker answers PULL_NOT_FOUND at offset,
+	// a caught-up consumer that waits, never PULL_OFFSET_MOVED.
+	PullNotYetVisible
 )
 
 // String returns RocketMQ's name for s.
 func (s PullStatus) String() string {
 	names := [...]string{"FOUND", "NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE", "OFFSET_TOO_SMALL",
-		"OFFSET_OVERFLOW_ONE", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING"}
+		"OFFSET_OVERFLOW_ONE", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING",
+		"NOT_YET_VISIBLE"}
 	if int(s) >= 0 && int(s) < len(names) {
 		return names[s]
 	}
@@ -164,6 +226,23 @@ type PullResult struct {
 	Data []byte
 	// Count is the number of records in Data.
 	Count int
+}
+
+// BeyondEnd reports whether r, the answer to a pull at offset, says that
+// offset lies past the end of the queue as this node knows it: the queue
+// is missing or empty with an end below offset (NO_MATCHED_LOGIC_QUEUE,
+// NO_MESSAGE_IN_QUEUE) or offset > max (OFFSET_OVERFLOW_BADLY). Such an
+// answer would move the consumer backwards; it is only right when this
+// node's queue is complete, which a node whose dispatcher is behind, or
+// whose log trails a replica's, cannot know.
+func (r PullResult) BeyondEnd(offset int64) bool {
+	switch r.Status {
+	case PullOffsetOverflowBadly:
+		return true
+	case PullNoMatchedLogicQueue, PullNoMessageInQueue:
+		return offset > r.NextOffset
+	}
+	return false
 }
 
 // QueryResult is what Backend.QueryMessages found.
@@ -250,8 +329,14 @@ type Backend interface {
 	// rejects (filter nil accepts all). Statuses are documented at
 	// PullStatus; positions outside the queue are reported through the
 	// status, not as errors. Only records visible to consumers (at or
-	// below the confirm offset) are returned. An error means the read
-	// itself failed (I/O, corruption) and becomes SYSTEM_ERROR.
+	// below the confirm offset) are returned. A status that would move
+	// the consumer backwards (PullResult.BeyondEnd) is only returned when
+	// the queue is known complete up to the visible end of the log;
+	// otherwise the status is PullNotYetVisible. An error means the read
+	// itself failed (I/O, corruption: wrapping ErrCorrupt) and becomes
+	// SYSTEM_ERROR; the Backend reports it to operators (log, metric),
+	// since the consumer retries the same read every few seconds and the
+	// broker logs it at debug level only.
 	GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (PullResult, error)
 
 	// WaitForData returns a channel that is closed once the queue
@@ -277,8 +362,10 @@ type Backend interface {
 	OffsetByTime(ctx context.Context, topic string, queueID int32, ts int64) (int64, error)
 
 	// ReadMessage returns a copy of the whole stored record at physical
-	// offset physOffset, byte for byte. Errors wrap ErrNotFound when no
-	// record starts there (or it was deleted by retention).
+	// offset physOffset, byte for byte, after checking it whole (lengths
+	// and body CRC). Errors wrap ErrNotFound when no record starts there
+	// (or it was deleted by retention), ErrCorrupt when the record there
+	// is damaged.
 	ReadMessage(ctx context.Context, physOffset int64) ([]byte, error)
 
 	// QueryMessages returns up to maxNum records of topic whose KEYS or
@@ -297,6 +384,18 @@ type Backend interface {
 	// value must be visible to ConsumerOffset at once; persisting it may
 	// be deferred.
 	CommitConsumerOffset(group, topic string, queueID int32, offset int64) error
+
+	// RaiseConsumerOffset is CommitConsumerOffset that never lowers: the
+	// stored offset becomes max(stored, offset), atomically with respect
+	// to concurrent commits (no interleaving of two raises can leave the
+	// lower one). The broker uses it instead of CommitConsumerOffset
+	// while ReadAccess says the node's offsets may be incomplete.
+	RaiseConsumerOffset(group, topic string, queueID int32, offset int64) error
+
+	// ReadAccess says whether this node may answer reads from its log now
+	// (see ReadAccess). It must be cheap (atomic loads): the broker calls
+	// it on every pull round and offset request.
+	ReadAccess() ReadAccess
 
 	// MaxReconsumeTimes returns how many times a message of group is
 	// redelivered through %RETRY%<group> before it goes to %DLQ%<group>:

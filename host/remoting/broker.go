@@ -510,13 +510,21 @@ func parsePullHeader(cmd *Command) (pullHeader, error) {
 // pullResponse builds the response for res per the store reference §9.6
 // table, and reports whether the consumer is caught up (a candidate for
 // long polling).
-func pullResponse(req *Request, h *pullHeader, res PullResult) (resp *Command, caughtUp bool) {
+//
+// acc is the node's ReadAccess for this round: on a node whose log trails
+// a replica's, an answer that would move the consumer backwards
+// (PullResult.BeyondEnd) becomes PullNotYetVisible.
+func pullResponse(req *Request, h *pullHeader, res PullResult, acc ReadAccess) (resp *Command, caughtUp bool) {
+	if acc.Trailing && res.BeyondEnd(h.offset) {
+		res.Status, res.NextOffset = PullNotYetVisible, h.offset
+	}
 	next := res.NextOffset
 	var code int16
 	switch res.Status {
 	case PullFound:
 		code = Success
-	case PullOffsetOverflowOne:
+	case PullOffsetOverflowOne, PullNotYetVisible:
+		// Caught up (or not yet here): wait at the requested offset.
 		code, next, caughtUp = PullNotFound, h.offset, true
 	case PullNoMessageInQueue, PullNoMatchedLogicQueue:
 		// Empty or missing queue: next is its max (0 if never written).
@@ -551,10 +559,43 @@ func pullResponse(req *Request, h *pullHeader, res PullResult) (resp *Command, c
 	return resp, caughtUp
 }
 
+// readRefused is the SYSTEM_BUSY answer to a read request on a node that
+// must not answer from its log (ReadAccess.Refused), or nil.
+func readRefused(req *Request, acc ReadAccess) *Command {
+	if acc.Refused == "" {
+		return nil
+	}
+	return NewResponse(req.Cmd, SystemBusy, "this broker's log may be behind its replica; try again later: "+acc.Refused)
+}
+
+// commitOffset stores a consumer offset commit: as given on a node whose
+// log is authoritative, only where it raises the stored offset while acc
+// says the node's offsets may be incomplete.
+func (b *Broker) commitOffset(acc ReadAccess, group, topic string, q int32, off int64) error {
+	if acc.keepsOffsetsUp() {
+		return b.be.RaiseConsumerOffset(group, topic, q, off)
+	}
+	return b.be.CommitConsumerOffset(group, topic, q, off)
+}
+
 func (b *Broker) handlePull(req *Request) *Command {
 	h, err := parsePullHeader(req.Cmd)
 	if err != nil {
 		return NewResponse(req.Cmd, SystemError, err.Error())
+	}
+	acc := b.be.ReadAccess()
+	commit := func() {
+		if h.sysFlag&pullFlagCommitOffset != 0 && h.commitOffset >= 0 {
+			if err := b.commitOffset(acc, h.group, h.topic, h.queueID, h.commitOffset); err != nil {
+				b.log.Warn("remoting: committing offset piggy-backed on pull", "group", h.group, "topic", h.topic, "queue", h.queueID, "err", err)
+			}
+		}
+	}
+	if resp := readRefused(req, acc); resp != nil {
+		// The consumer's progress is kept (raised only) for when the
+		// node can answer again; the pull itself is refused.
+		commit()
+		return resp
 	}
 	t, ok := b.be.Topic(h.topic)
 	if !ok {
@@ -572,11 +613,7 @@ func (b *Broker) handlePull(req *Request) *Command {
 	if sub.isSQL() {
 		return NewResponse(req.Cmd, SubscriptionParseFailed, fmt.Sprintf("expression type %q is not supported (only TAG)", sub.ExpressionType))
 	}
-	if h.sysFlag&pullFlagCommitOffset != 0 && h.commitOffset >= 0 {
-		if err := b.be.CommitConsumerOffset(h.group, h.topic, h.queueID, h.commitOffset); err != nil {
-			b.log.Warn("remoting: committing offset piggy-backed on pull", "group", h.group, "topic", h.topic, "queue", h.queueID, "err", err)
-		}
-	}
+	commit()
 	maxMsgs := min(max(h.maxMsgs, 1), b.cfg.MaxPullCount)
 	filter := sub.filter()
 	suspend := time.Duration(0)
@@ -599,12 +636,20 @@ func (b *Broker) pull(ctx context.Context, req *Request, h *pullHeader, maxMsgs 
 		if suspend > 0 {
 			wake = b.be.WaitForData(ctx, h.topic, h.queueID, h.offset)
 		}
+		// Asked every round: a held pull must not outlive a fence that
+		// rose meanwhile.
+		acc := b.be.ReadAccess()
+		if resp := readRefused(req, acc); resp != nil {
+			return resp
+		}
 		res, err := b.be.GetMessages(ctx, h.topic, h.queueID, h.offset, maxMsgs, b.cfg.MaxPullBytes, filter)
 		if err != nil {
-			b.log.Error("remoting: pull read failed", "topic", h.topic, "queue", h.queueID, "offset", h.offset, "err", err)
+			// The consumer retries this read every few seconds; the
+			// Backend reports the failure to operators once.
+			b.log.Debug("remoting: pull read failed", "topic", h.topic, "queue", h.queueID, "offset", h.offset, "err", err)
 			return NewResponse(req.Cmd, SystemError, err.Error())
 		}
-		resp, caughtUp := pullResponse(req, h, res)
+		resp, caughtUp := pullResponse(req, h, res, acc)
 		if !caughtUp || suspend <= 0 {
 			return resp
 		}
@@ -637,7 +682,16 @@ func (b *Broker) handleQueryConsumerOffset(req *Request) *Command {
 	if e.err != nil {
 		return NewResponse(req.Cmd, SystemError, e.err.Error())
 	}
+	acc := b.be.ReadAccess()
+	if resp := readRefused(req, acc); resp != nil {
+		return resp
+	}
 	off, ok := b.be.ConsumerOffset(group, topic, q)
+	if !ok && acc.Trailing {
+		// A replica may simply not have received the group's offsets yet:
+		// neither "none" nor 0 would be true.
+		return NewResponse(req.Cmd, SystemBusy, fmt.Sprintf("this broker is a replica and holds no offset of group %s for %s/%d yet; its master's offsets reach it by metadata sync; try again later", group, topic, q))
+	}
 	if !ok {
 		// RocketMQ answers 0 for a fresh group when the queue still starts
 		// at 0, so that a consumer starting from LAST_OFFSET does not skip
@@ -661,7 +715,7 @@ func (b *Broker) handleUpdateConsumerOffset(req *Request) *Command {
 		return NewResponse(req.Cmd, SystemError, e.err.Error())
 	}
 	if off >= 0 {
-		if err := b.be.CommitConsumerOffset(group, topic, q, off); err != nil {
+		if err := b.commitOffset(b.be.ReadAccess(), group, topic, q, off); err != nil {
 			return NewResponse(req.Cmd, SystemError, fmt.Sprintf("committing offset: %v", err))
 		}
 	}
@@ -674,6 +728,9 @@ func (b *Broker) queueOffsetReq(req *Request, pick func(min, max int64) int64) *
 	q := int32(e.int(32, 0, "queueId"))
 	if e.err != nil {
 		return NewResponse(req.Cmd, SystemError, e.err.Error())
+	}
+	if resp := readRefused(req, b.be.ReadAccess()); resp != nil {
+		return resp
 	}
 	lo, hi := b.be.QueueOffsets(topic, q)
 	resp := NewResponse(req.Cmd, Success, "")
@@ -696,6 +753,9 @@ func (b *Broker) handleSearchOffset(req *Request) *Command {
 	ts := e.int(64, 0, "timestamp")
 	if e.err != nil {
 		return NewResponse(req.Cmd, SystemError, e.err.Error())
+	}
+	if resp := readRefused(req, b.be.ReadAccess()); resp != nil {
+		return resp
 	}
 	req.Go(func(ctx context.Context) *Command {
 		off, err := b.be.OffsetByTime(ctx, topic, q, ts)
@@ -922,8 +982,15 @@ func (b *Broker) handleViewMessage(req *Request) *Command {
 	if e.err != nil {
 		return NewResponse(req.Cmd, SystemError, e.err.Error())
 	}
+	if resp := readRefused(req, b.be.ReadAccess()); resp != nil {
+		return resp
+	}
 	req.Go(func(ctx context.Context) *Command {
 		raw, err := b.be.ReadMessage(ctx, phys)
+		if errors.Is(err, ErrCorrupt) {
+			// The Backend reports the damage to operators.
+			return NewResponse(req.Cmd, SystemError, fmt.Sprintf("the message at offset %d is damaged and is not served: %v", phys, err))
+		}
 		if err != nil {
 			return NewResponse(req.Cmd, SystemError, fmt.Sprintf("can not find message by the offset %d: %v", phys, err))
 		}
@@ -945,6 +1012,9 @@ func (b *Broker) handleQueryMessage(req *Request) *Command {
 	}
 	if end == 0 {
 		end = 1<<63 - 1
+	}
+	if resp := readRefused(req, b.be.ReadAccess()); resp != nil {
+		return resp
 	}
 	req.Go(func(ctx context.Context) *Command {
 		qr, err := b.be.QueryMessages(ctx, topic, key, max(maxNum, 1), begin, end)

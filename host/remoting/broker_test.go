@@ -438,7 +438,7 @@ func TestPullResponseTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &Request{Cmd: &Command{Code: CodePullMessage, Opaque: 1}}
 			h := &pullHeader{offset: tc.offset}
-			resp, cu := pullResponse(req, h, tc.res)
+			resp, cu := pullResponse(req, h, tc.res, ReadAccess{})
 			if resp.Code != tc.code || extInt(t, resp, "nextBeginOffset") != tc.next || cu != tc.caughtUp {
 				t.Fatalf("code %d next %s caughtUp %v; want %d %d %v", resp.Code, resp.Ext("nextBeginOffset"), cu, tc.code, tc.next, tc.caughtUp)
 			}

@@ -31,6 +31,34 @@ type fakeBackend struct {
 	ackMode  int
 	indexOff bool
 	appends  int
+	// access is what ReadAccess answers; getErr, when set, is returned
+	// by GetMessages and readErr by ReadMessage.
+	access  ReadAccess
+	getErr  error
+	readErr error
+}
+
+// setAccess changes what ReadAccess answers.
+func (f *fakeBackend) setAccess(a ReadAccess) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.access = a
+}
+
+func (f *fakeBackend) ReadAccess() ReadAccess {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.access
+}
+
+func (f *fakeBackend) RaiseConsumerOffset(group, topic string, q int32, off int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := group + "@" + qkey(topic, q)
+	if cur, ok := f.offsets[k]; !ok || off > cur {
+		f.offsets[k] = off
+	}
+	return nil
 }
 
 type fakeEntry struct {
@@ -163,6 +191,9 @@ func (f *fakeBackend) bounds(k string) (lo, hi int64) {
 func (f *fakeBackend) GetMessages(ctx context.Context, topic string, q int32, offset int64, maxCount, maxBytes int, filter func(int64) bool) (PullResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.getErr != nil {
+		return PullResult{}, f.getErr
+	}
 	k := qkey(topic, q)
 	ents, exists := f.queues[k]
 	if !exists {
@@ -246,6 +277,9 @@ func (f *fakeBackend) OffsetByTime(ctx context.Context, topic string, q int32, t
 func (f *fakeBackend) ReadMessage(ctx context.Context, phys int64) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.readErr != nil {
+		return nil, f.readErr
+	}
 	for _, ents := range f.queues {
 		for _, e := range ents {
 			if e.phys == phys {
