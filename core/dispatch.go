@@ -135,6 +135,7 @@ func (s *Store) dispatchOnce() (int64, error) {
 			s.dispatchTs.Store(lastTs)
 		}
 		s.dispatchedN.notify()
+		s.afterProgress()
 	}
 	if err != nil && errors.Is(err, ErrOffset) {
 		return 0, err

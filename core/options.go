@@ -17,6 +17,8 @@ const (
 	DefaultRetention        = 72 * time.Hour
 	DefaultCheckpointEvery  = time.Second
 	DefaultCleanEvery       = 10 * time.Second
+	DefaultRecoveryTail     = 256 << 20
+	DefaultStallTimeout     = 5 * time.Second
 )
 
 // Options configures a Store. The zero value of every field but Dir means
@@ -83,8 +85,22 @@ type Options struct {
 	VerifyWindow int64
 
 	// CheckpointEvery is how often consume queues are flushed and the
-	// checkpoint written. Default 1 s.
+	// checkpoint written when the tail bound does not ask for one sooner.
+	// Default 1 s.
 	CheckpointEvery time.Duration
+
+	// RecoveryTail bounds what crash recovery re-reads: how far the
+	// committed offset may run ahead of the durable checkpoint's flushed
+	// offset, and the confirmed offset ahead of its dispatched offset. The
+	// store flushes and checkpoints behind the writer on its own at a
+	// quarter of it, and stalls appends at the whole of it (tail.go).
+	// Default 256 MiB (DefaultRecoveryTail); negative turns the bound off:
+	// recovery then re-reads whatever the flush strategy and the
+	// checkpoint interval left behind.
+	RecoveryTail int64
+	// StallTimeout is how long an append waits in a write stall before it
+	// fails with ErrBusy. Default 5 s (DefaultStallTimeout).
+	StallTimeout time.Duration
 
 	// Retention configures segment deletion; see RetentionOptions.
 	Retention RetentionOptions
@@ -185,6 +201,10 @@ var (
 	// ErrMessage: the message is invalid (too large, bad topic, properties
 	// too long); the wrapped error from core/record says which.
 	ErrMessage = errors.New("invalid message")
+	// ErrBusy: an append waited Options.StallTimeout in a write stall (the disk or
+	// the dispatcher is behind the writer by Options.RecoveryTail) and was
+	// not written. Retry later.
+	ErrBusy = errors.New("store busy")
 )
 
 // CorruptError describes corruption found below the durable checkpoint.
@@ -225,6 +245,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.CheckpointEvery == 0 {
 		r.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if r.RecoveryTail == 0 {
+		r.RecoveryTail = DefaultRecoveryTail
+	}
+	if r.StallTimeout == 0 {
+		r.StallTimeout = DefaultStallTimeout
 	}
 	if r.Now == nil {
 		r.Now = func() int64 { return time.Now().UnixMilli() }

@@ -29,6 +29,9 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	if err := s.Writable(); err != nil {
 		return err
 	}
+	if err := s.awaitTailRoom(); err != nil {
+		return err
+	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	if s.closed.Load() {
@@ -127,6 +130,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	}
 	s.committedN.notify()
 	s.wroteN.notify()
+	s.afterCommit()
 	return nil
 }
 

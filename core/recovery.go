@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"time"
 
 	"github.com/keelmq/keel/core/cq"
 	"github.com/keelmq/keel/core/epoch"
@@ -38,6 +39,13 @@ import (
 //     it.
 func (s *Store) recover() error {
 	var err error
+	t := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		s.recovery.Phases = append(s.recovery.Phases, RecoveryPhase{Name: name, Took: now.Sub(t)})
+		t = now
+	}
+	defer phase("finish")
 	if s.meta, err = meta.Open(s.fs, filepath.Join(s.dir, ConfigDir)); err != nil {
 		return fmt.Errorf("open metadata: %w", err)
 	}
@@ -86,6 +94,7 @@ func (s *Store) recover() error {
 		segs = append(segs, seg)
 	}
 	s.segs.Store(&segs)
+	phase("segments")
 
 	s.cqs, err = cq.OpenSet(cq.Options{FS: s.fs, EntriesPerFile: s.opts.CQEntriesPerFile, Logger: s.opts.Logger},
 		filepath.Join(s.dir, ConsumeQueueDir))
@@ -130,12 +139,14 @@ func (s *Store) recover() error {
 		}
 	}
 	s.recovery.ScanFrom = scanFrom
+	phase("queues")
 
 	end, table, err := s.scan(scanFrom, durable, checkCRC)
 	if err != nil {
 		return err
 	}
 	s.recovery.End = end
+	phase("scan")
 	s.recovery.Redispatch = max(0, end-dispatchFrom)
 	if dispatchFrom > end {
 		dispatchFrom = end
@@ -145,6 +156,7 @@ func (s *Store) recover() error {
 	if err := s.cutAfter(end, crashed || !haveCk); err != nil {
 		return err
 	}
+	phase("cut")
 	// Queue entries past the re-dispatch point may be torn (written after
 	// the last queue flush) in ways a scan cannot see, such as a half
 	// written tags code: cut them all and let dispatch rewrite them. After a
@@ -159,6 +171,7 @@ func (s *Store) recover() error {
 	if err := s.cqs.TruncatePhys(cqCut); err != nil {
 		return fmt.Errorf("truncate consume queues to %d: %w", cqCut, err)
 	}
+	phase("truncate-queues")
 	if err := s.epochs.TruncateSuffix(end); err != nil {
 		return fmt.Errorf("truncate epoch history to %d: %w", end, err)
 	}
@@ -232,6 +245,7 @@ func (s *Store) finishOpen(ckptPath string, ck Checkpoint, haveCk bool) error {
 	if err := s.ckpt.write(c); err != nil {
 		return fmt.Errorf("write checkpoint after recovery: %w", err)
 	}
+	s.recorded(c)
 	return nil
 }
 
@@ -298,7 +312,11 @@ func (s *Store) scan(from, durable int64, checkCRC bool) (int64, map[queueKey]in
 			if off < durable {
 				return 0, nil, &CorruptError{File: seg.path, Offset: off, Reason: bad}
 			}
-			if s.recovery.Crashed {
+			switch {
+			case errors.Is(bad, record.ErrZeroed):
+				// Never-written space: the normal end of a log, not damage.
+				s.log.Debug("log ends in never-written space", "file", seg.path, "offset", off)
+			case s.recovery.Crashed:
 				s.log.Warn("torn tail found after a crash; truncating", "file", seg.path, "offset", off, "reason", bad)
 			}
 			return off, table, nil
@@ -352,7 +370,14 @@ func (s *Store) cut(end int64, zero, syncZero bool) error {
 		}
 	}
 	for _, seg := range removed {
-		s.log.Warn("removing segment past the end of the recovered log", "file", seg.path, "end", end)
+		var hdr [4]byte
+		_ = seg.readAt(hdr[:], seg.start) // unreadable counts as used
+		if hdr == [4]byte{} {
+			// A segment preallocated ahead of the writer and never used.
+			s.log.Debug("removing an unused preallocated segment", "file", seg.path)
+		} else {
+			s.log.Warn("removing segment past the end of the recovered log", "file", seg.path, "end", end)
+		}
 		if err := seg.remove(s.fs); err != nil {
 			return err
 		}

@@ -116,6 +116,15 @@ type Store struct {
 	ckpt        *checkpointFile
 	flushHist   []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
 
+	// The durable checkpoint's flushed and dispatched offsets (tail.go).
+	ckptFlushed    atomic.Int64
+	ckptDispatched atomic.Int64
+	ckptN          notifier      // notified after every checkpoint write
+	tailCh         chan struct{} // wakes the tail keeper
+	stallCount     atomic.Int64
+	stallNanos     atomic.Int64
+	stallTimeouts  atomic.Int64
+
 	truncGen      atomic.Int64 // bumped by every Truncate (caches keyed by offset)
 	diskFull      atomic.Bool
 	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
@@ -138,6 +147,28 @@ type RecoveryInfo struct {
 	Redispatch    int64         // bytes to dispatch again
 	Duration      time.Duration // time spent in Open
 	HadCheckpoint bool
+	// Phases is where Open's time went, in order: segments (open the
+	// commitlog files), queues (open the consume queues), scan (validate
+	// records from ScanFrom), cut (remove what follows the end),
+	// truncate-queues, finish (epochs, abort marker, first checkpoint).
+	Phases []RecoveryPhase
+}
+
+func (r RecoveryInfo) phaseString() string {
+	var b strings.Builder
+	for i, p := range r.Phases {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%v", p.Name, p.Took.Round(time.Microsecond))
+	}
+	return b.String()
+}
+
+// RecoveryPhase is one step of Open and its duration.
+type RecoveryPhase struct {
+	Name string
+	Took time.Duration
 }
 
 // Positions is a snapshot of the store's offsets.
@@ -177,6 +208,7 @@ func Open(o Options) (*Store, error) {
 		stop:         make(chan struct{}),
 		warmCh:       make(chan *segment, 1),
 		writebackCh:  make(chan writebackReq, 16),
+		tailCh:       make(chan struct{}, 1),
 	}
 	s.pre.s = s
 	if opts.WriteBuffer > 0 {
@@ -203,7 +235,7 @@ func Open(o Options) (*Store, error) {
 	s.recovery.Duration = time.Since(start)
 	s.log.Info("store opened", "dir", s.dir, "crashed", s.recovery.Crashed, "min", s.minOffset.Load(),
 		"end", s.recovery.End, "scan_from", s.recovery.ScanFrom, "redispatch_bytes", s.recovery.Redispatch,
-		"took", s.recovery.Duration)
+		"took", s.recovery.Duration, "phases", s.recovery.phaseString())
 	s.startLoops()
 	return s, nil
 }
@@ -347,6 +379,9 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	if err := s.Writable(); err != nil {
 		return dst[:base], err
 	}
+	if err := s.awaitTailRoom(); err != nil {
+		return dst[:base], err
+	}
 
 	s.appendMu.Lock()
 	if s.closed.Load() {
@@ -393,6 +428,7 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	s.maybeWarmLocked()
 	s.appendMu.Unlock()
 	s.committedN.notify()
+	s.afterCommit()
 	return dst, nil
 }
 
@@ -585,6 +621,7 @@ func (s *Store) Flush() (int64, error) {
 	s.flushed.Store(target)
 	s.flushedTs.Store(ts)
 	s.flushWait.Release(target)
+	s.afterProgress()
 	if s.opts.OnFlush != nil {
 		s.opts.OnFlush(time.Since(t0), target-from)
 	}
@@ -685,6 +722,9 @@ func (s *Store) startLoops() {
 	s.goLoop(s.dispatchLoop)
 	s.goLoop(s.checkpointLoop)
 	s.goLoop(s.retentionLoop)
+	if s.opts.RecoveryTail > 0 {
+		s.goLoop(s.tailLoop)
+	}
 	if s.opts.FlushInterval > 0 {
 		s.goLoop(s.flushLoop)
 	}
@@ -763,7 +803,15 @@ func (s *Store) Checkpoint() error {
 	if err := s.ckpt.write(c); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	s.recorded(c)
 	return nil
+}
+
+// recorded publishes a checkpoint just written (ckptMu held, or Open).
+func (s *Store) recorded(c Checkpoint) {
+	s.ckptFlushed.Store(c.Flushed)
+	s.ckptDispatched.Store(c.Dispatched)
+	s.ckptN.notify()
 }
 
 // Close stops the background work, flushes everything, dispatches what the

@@ -101,6 +101,7 @@ func (s *Store) commitWBLocked() (int64, error) {
 	}
 	s.committed.Store(to)
 	s.committedN.notify()
+	s.afterCommit()
 	return to, nil
 }
 

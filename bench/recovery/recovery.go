@@ -97,6 +97,8 @@ type Result struct {
 	Crashed   bool  `json:"crashed"`
 	ScanBytes int64 `json:"scan_bytes"` // bytes validated: End - ScanFrom
 	Truncated int64 `json:"truncated_bytes"`
+	// PhasesMs is where core.Open's time went (core.RecoveryInfo.Phases).
+	PhasesMs map[string]float64 `json:"phases_ms,omitempty"`
 }
 
 func (s *Spec) fill() error {
@@ -294,7 +296,10 @@ func measure(spec Spec, fsys vfs.FS, acked []int64) (*Result, error) {
 	dispatched := time.Since(t0)
 	ri := st.Recovery()
 	res := &Result{StoreBytes: end, ReadyMs: ms(ready), DispatchedMs: ms(dispatched), Crashed: ri.Crashed,
-		ScanBytes: ri.End - ri.ScanFrom, Truncated: ri.Truncated}
+		ScanBytes: ri.End - ri.ScanFrom, Truncated: ri.Truncated, PhasesMs: map[string]float64{}}
+	for _, p := range ri.Phases {
+		res.PhasesMs[p.Name] += ms(p.Took)
+	}
 	for q, a := range acked {
 		if a < 0 {
 			continue
