@@ -110,7 +110,10 @@ func TestTopicsCRUDAndVersion(t *testing.T) {
 		t.Fatalf("List = %+v", got)
 	}
 	v2 := tp.Version()
-	if !tp.Delete("b") || tp.Delete("b") {
+	if ok, err := tp.Delete("b"); !ok || err != nil {
+		t.Fatalf("Delete(b) = %v, %v", ok, err)
+	}
+	if ok, _ := tp.Delete("b"); ok {
 		t.Fatal("Delete reported wrong existence")
 	}
 	if tp.Version().Counter != v2.Counter+1 {

@@ -134,7 +134,11 @@ func (tp *Topics) Get(name string) (TopicConfig, bool) {
 
 // Put creates or replaces the topic c.TopicName after validating c (an
 // empty TopicFilterType becomes FilterSingleTag). The version advances
-// unless c equals the stored config. Errors wrap ErrInvalid.
+// unless c equals the stored config, and a change is persisted before Put
+// returns (RocketMQ writes topics.json when a topic is created): a topic
+// acknowledged to a client survives a crash. Errors wrap ErrInvalid, or
+// are the persist error, in which case the change is kept in memory and a
+// later Persist retries it.
 func (tp *Topics) Put(c TopicConfig) error {
 	if c.TopicFilterType == "" {
 		c.TopicFilterType = FilterSingleTag
@@ -143,19 +147,30 @@ func (tp *Topics) Put(c TopicConfig) error {
 		return err
 	}
 	tp.t.mu.Lock()
-	defer tp.t.mu.Unlock()
 	if old, ok := tp.topics[c.TopicName]; ok && old == c {
+		tp.t.mu.Unlock()
 		return nil
 	}
 	tp.topics[c.TopicName] = c
 	tp.t.changedLocked()
+	tp.t.mu.Unlock()
+	return tp.persistChange(c.TopicName)
+}
+
+// persistChange persists the table after a change to topic name.
+func (tp *Topics) persistChange(name string) error {
+	if err := tp.Persist(); err != nil {
+		return fmt.Errorf("topic %s changed but not persisted: %w", name, err)
+	}
 	return nil
 }
 
 // GetOrCreate returns the topic called name, creating it first (readable,
 // writable, defaultQueues read and write queues) if it does not exist, as
-// RocketMQ's auto-create does. created reports whether it was created. The
-// error wraps ErrInvalid for a bad name or queue count.
+// RocketMQ's auto-create does, and persisting it before returning (see
+// Put). created reports whether it was created. The error wraps ErrInvalid
+// for a bad name or queue count, or is the persist error (the topic then
+// exists in memory, created is true, and a later Persist retries).
 func (tp *Topics) GetOrCreate(name string, defaultQueues int32) (c TopicConfig, created bool, err error) {
 	if c, ok := tp.Get(name); ok {
 		return c, false, nil
@@ -168,25 +183,29 @@ func (tp *Topics) GetOrCreate(name string, defaultQueues int32) (c TopicConfig, 
 		return TopicConfig{}, false, err
 	}
 	tp.t.mu.Lock()
-	defer tp.t.mu.Unlock()
 	if old, ok := tp.topics[name]; ok { // lost a race with another creator
+		tp.t.mu.Unlock()
 		return old, false, nil
 	}
 	tp.topics[name] = c
 	tp.t.changedLocked()
-	return c, true, nil
+	tp.t.mu.Unlock()
+	return c, true, tp.persistChange(name)
 }
 
-// Delete removes the topic called name and reports whether it existed.
-func (tp *Topics) Delete(name string) bool {
+// Delete removes the topic called name, persists the table (see Put) and
+// reports whether it existed. A persist error leaves the deletion in memory
+// for a later Persist.
+func (tp *Topics) Delete(name string) (bool, error) {
 	tp.t.mu.Lock()
-	defer tp.t.mu.Unlock()
 	if _, ok := tp.topics[name]; !ok {
-		return false
+		tp.t.mu.Unlock()
+		return false, nil
 	}
 	delete(tp.topics, name)
 	tp.t.changedLocked()
-	return true
+	tp.t.mu.Unlock()
+	return true, tp.persistChange(name)
 }
 
 // List returns every topic, sorted by name.
