@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/keelmq/keel/host/profile"
@@ -61,11 +62,15 @@ func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flush
 	return rows
 }
 
-// Check loads and configures a profile's plugins without opening the store
-// and returns its durability table. External plugins are started and
-// stopped again.
+// Check loads a profile's plugins and validates their configuration
+// without opening the store, and returns its durability table. It is
+// read-only: nothing under store.dir (or anywhere else) is created or
+// modified. Builtins that implement ConfigChecker validate without disk
+// access; other plugins are configured against a scratch data dir in the
+// system temporary directory, stopped, and the scratch dir removed.
+// External plugin processes are started and killed again.
 func Check(ctx context.Context, p *profile.Profile) ([]DurabilityRow, error) {
-	n := &Node{prof: p, role: p.Replication.Role}
+	n := &Node{prof: p, role: p.Replication.Role, checkOnly: true}
 	if n.role == "" {
 		n.role = roleMaster
 	}
@@ -74,7 +79,12 @@ func Check(ctx context.Context, p *profile.Profile) ([]DurabilityRow, error) {
 	defer func() {
 		for _, lp := range n.plugins {
 			if sv := supervisorOf(lp.p); sv != nil {
-				sv.Stop(ctx) // kills the process; builtins were never started
+				sv.Stop(ctx) // kills the process
+			} else if lp.scratch != "" {
+				lp.p.Stop(ctx) // configured, never started: releases its files
+			}
+			if lp.scratch != "" {
+				os.RemoveAll(lp.scratch)
 			}
 		}
 	}()

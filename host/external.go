@@ -1,9 +1,16 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +49,9 @@ type supervisor struct {
 var PingEvery = time.Second
 
 func (n *Node) loadExternal(ctx context.Context, kind sdk.Kind, path, hash string) (sdk.Plugin, error) {
+	if err := checkPluginBinary(kind, path, hash); err != nil {
+		return nil, err
+	}
 	sv := &supervisor{n: n, kind: kind, path: path, hash: hash, stop: make(chan struct{})}
 	if err := sv.dial(ctx); err != nil {
 		return nil, err
@@ -55,6 +65,43 @@ func (n *Node) loadExternal(ctx context.Context, kind sdk.Kind, path, hash strin
 		return &extRepl{sv}, nil
 	}
 	return nil, fmt.Errorf("unknown plugin kind %q", kind)
+}
+
+// checkPluginBinary checks, before anything is started, that the binary
+// of an external plugin exists, is an executable file and matches its
+// sha256 pin, and says which profile key to fix when not. (sdk.DialWith
+// checks the pin again when it starts the process.)
+func checkPluginBinary(kind sdk.Kind, path, pin string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s.path: external %s plugin binary %s not found (build it with `make build`, or fix %s.path)", kind, kind, path, kind)
+	}
+	if err != nil {
+		return fmt.Errorf("%s.path: external %s plugin binary %s: %w", kind, kind, path, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s.path: external %s plugin binary %s is not an executable file (mode %s)", kind, kind, path, fi.Mode())
+	}
+	if pin == "" {
+		return nil
+	}
+	want, err := hex.DecodeString(pin)
+	if err != nil || len(want) != sha256.Size {
+		return fmt.Errorf("%s.sha256: %q is not 64 hex digits (the SHA-256 of %s, as `sha256sum` prints it)", kind, pin, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s.path: external %s plugin binary %s: %w", kind, kind, path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("%s.path: read external %s plugin binary %s: %w", kind, kind, path, err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want) {
+		return fmt.Errorf("%s.sha256: external %s plugin binary %s has sha256 %x but the profile pins %s: it was rebuilt or replaced; if that was intended, set %s.sha256 = \"%x\" in the profile, otherwise do not run it", kind, kind, path, got, strings.ToLower(pin), kind, got)
+	}
+	return nil
 }
 
 // dial starts the process and takes the kind's remote.

@@ -8,12 +8,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/keelmq/keel/core"
@@ -63,39 +67,78 @@ type Node struct {
 	admin     *adminServer
 	started   time.Time
 	stopOnce  sync.Once
+
+	// adminProbe holds the admin address from bindListeners until listen
+	// starts the admin server on it.
+	adminProbe net.Listener
+	// lock is the data dir's lock file, held while the node runs.
+	lock *os.File
+	// served is set once Start succeeded.
+	served bool
+	// checkOnly is set for Check: plugins validate their configuration
+	// without touching disk (see ConfigChecker).
+	checkOnly bool
 }
 
-// Start loads the plugins named by the profile, opens the store, starts
-// the plugins and the listeners. On error everything started is stopped.
-func Start(ctx context.Context, prof *profile.Profile, opts Options) (n *Node, err error) {
+// Start checks the data dir and binds the listen addresses, loads the
+// plugins named by the profile, opens the store, starts the plugins and
+// serves. The addresses are bound before anything touches the store, so a
+// second node started on the same ports fails without reading (let alone
+// recovering) a store another node is serving. On error whatever was
+// opened is closed again: started plugins are stopped, external plugin
+// processes killed, the store closed (which removes the abort marker a
+// start that never served would otherwise leave behind) and the
+// listeners closed; the error names the cause in one line.
+func Start(ctx context.Context, prof *profile.Profile, opts Options) (*Node, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	n = &Node{prof: prof, log: log, role: prof.Replication.Role, listeners: map[string]net.Listener{}, started: time.Now()}
+	n := &Node{prof: prof, log: log, role: prof.Replication.Role, listeners: map[string]net.Listener{}, started: time.Now()}
 	if n.role == "" {
 		n.role = roleMaster
 	}
 	n.slave.Store(n.role == roleSlave)
 	n.metrics = newMetrics(n)
-	defer func() {
-		if err != nil {
-			n.Stop(context.Background())
+	if err := n.start(ctx); err != nil {
+		if cerr := n.abortStart(); cerr != nil {
+			n.log.Error("closing after a failed start", "err", cerr)
 		}
-	}()
-	if err := n.loadPlugins(ctx); err != nil {
 		return nil, err
+	}
+	n.served = true
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context) error {
+	if err := n.bindListeners(); err != nil {
+		return err
+	}
+	if err := checkDataDir(n.prof.Store.Dir); err != nil {
+		return err
+	}
+	if err := n.lockDataDir(); err != nil {
+		return err
+	}
+	if err := n.loadPlugins(ctx); err != nil {
+		return err
 	}
 	if err := n.openStore(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.startPlugins(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	if err := n.listen(); err != nil {
-		return nil, err
+	return n.listen()
+}
+
+// abortStart closes what a failed start opened, in Stop's order.
+func (n *Node) abortStart() error {
+	err := n.Stop(context.Background())
+	if n.adminProbe != nil {
+		n.adminProbe.Close()
 	}
-	return n, nil
+	return err
 }
 
 func (n *Node) openStore() error {
@@ -141,8 +184,115 @@ func (n *Node) openStore() error {
 	return nil
 }
 
-// listen opens the name server, broker and admin listeners and logs one
-// line per listener.
+// bindListeners binds the name server and broker addresses, checks that
+// the HA address is free when this node's replication plugin will listen
+// on it, and holds the admin address until listen serves it. An address
+// already taken fails with the profile key that names it.
+func (n *Node) bindListeners() error {
+	p := n.prof
+	if p.Server.NamesrvAddr != "" {
+		l, err := listenOn("name server", "server.namesrv_addr", p.Server.NamesrvAddr)
+		if err != nil {
+			return err
+		}
+		n.listeners["namesrv"] = l
+	}
+	l, err := listenOn("broker", "server.broker_addr", p.Server.BrokerAddr)
+	if err != nil {
+		return err
+	}
+	n.listeners["broker"] = l
+	replicates := p.Replication.Path != "" || (p.Replication.Plugin != "" && p.Replication.Plugin != "none")
+	if replicates && n.role != roleSlave && p.Server.HAAddr != "" {
+		// The replication plugin binds it when it starts; a probe now
+		// turns "address in use" into a line naming the key, before the
+		// store is touched.
+		hl, err := listenOn("HA", "server.ha_addr", p.Server.HAAddr)
+		if err != nil {
+			return err
+		}
+		hl.Close()
+	}
+	if n.adminProbe, err = listenOn("admin", "admin.addr", p.Admin.Addr); err != nil {
+		return err
+	}
+	return nil
+}
+
+// listenOn listens on addr, the value of the profile key key.
+func listenOn(what, key, addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err == nil {
+		return l, nil
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s listener: %s %s is already in use: another keel or RocketMQ is listening there; change %s or stop it", what, key, addr, key)
+	}
+	return nil, fmt.Errorf("%s listener: %s %s: %w", what, key, addr, err)
+}
+
+// checkDataDir makes sure the store directory exists (creating it) and
+// that this process can list and create files in it, so that a bad
+// store.dir fails in one line before plugins start.
+func checkDataDir(dir string) error {
+	if dir == "" {
+		return errors.New("data dir: store.dir is empty")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("data dir %s (store.dir) cannot be created: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data dir %s (store.dir): %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data dir %s (store.dir) is not a directory", dir)
+	}
+	if _, err := os.ReadDir(dir); err != nil {
+		return fmt.Errorf("data dir %s (store.dir) is not readable: %w", dir, err)
+	}
+	const wOK, xOK = 0x2, 0x1
+	if err := syscall.Access(dir, wOK|xOK); err != nil {
+		return fmt.Errorf("data dir %s (store.dir) is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+// LockFile is the file in the store directory a running node holds an
+// exclusive flock on (RocketMQ's store "lock"), so that a second node
+// never opens, recovers or closes a store another node serves.
+const LockFile = "lock"
+
+// lockDataDir takes the store directory's lock and writes this process's
+// pid into it.
+func (n *Node) lockDataDir() error {
+	dir := n.prof.Store.Dir
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("data dir %s (store.dir): open lock file: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := strings.TrimSpace(string(pid))
+			if holder == "" {
+				holder = "unknown"
+			}
+			return fmt.Errorf("data dir %s (store.dir) is in use by another keel process (pid %s); stop it or choose another store.dir", dir, holder)
+		}
+		return fmt.Errorf("data dir %s (store.dir): lock %s: %w", dir, path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	n.lock = f
+	return nil
+}
+
+// listen serves the name server and broker on the listeners bindListeners
+// bound, starts the admin server, and logs one line per listener.
 func (n *Node) listen() error {
 	p := n.prof
 	srvCfg := remoting.ServerConfig{
@@ -166,20 +316,11 @@ func (n *Node) listen() error {
 		Logger:           n.log.With("component", "namesrv"),
 	}, be)
 
-	bl, err := net.Listen("tcp", p.Server.BrokerAddr)
-	if err != nil {
-		return fmt.Errorf("broker listener on %s: %w", p.Server.BrokerAddr, err)
-	}
-	n.listeners["broker"] = bl
+	bl := n.listeners["broker"]
 	brokerSrv := remoting.NewServer(srvCfg)
 	n.broker.Register(brokerSrv)
 	n.servers = append(n.servers, brokerSrv)
-	if p.Server.NamesrvAddr != "" {
-		nl, err := net.Listen("tcp", p.Server.NamesrvAddr)
-		if err != nil {
-			return fmt.Errorf("name server listener on %s: %w", p.Server.NamesrvAddr, err)
-		}
-		n.listeners["namesrv"] = nl
+	if nl, ok := n.listeners["namesrv"]; ok {
 		nsSrv := remoting.NewServer(srvCfg)
 		ns.Register(nsSrv)
 		n.servers = append(n.servers, nsSrv)
@@ -190,9 +331,14 @@ func (n *Node) listen() error {
 	// the broker alone works too.
 	ns.Register(brokerSrv)
 
-	adm, err := startAdmin(n, p.Admin.Addr)
+	// The admin server binds its own listener: hand the held address
+	// over (the same port, also when admin.addr asked for port 0).
+	addr := n.adminProbe.Addr().String()
+	n.adminProbe.Close()
+	n.adminProbe = nil
+	adm, err := startAdmin(n, addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (admin.addr %s)", err, p.Admin.Addr)
 	}
 	n.admin = adm
 	n.listeners["admin"] = adm.l
@@ -259,6 +405,13 @@ func (n *Node) Stop(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		// Listeners bound but not yet served (a failed start); closing
+		// one a server already closed is harmless.
+		for role, l := range n.listeners {
+			if role != "admin" {
+				l.Close()
+			}
+		}
 		if n.admin != nil {
 			n.admin.close()
 		}
@@ -287,14 +440,23 @@ func (n *Node) Stop(ctx context.Context) error {
 			}
 		}
 		n.cache.close()
-		n.log.Info("stopped")
+		if n.lock != nil {
+			n.lock.Close() // releases the flock
+		}
+		if n.served {
+			n.log.Info("stopped")
+		}
 	})
 	return errors.Join(errs...)
 }
 
 // pluginDataDir is where a plugin may keep files.
+// Check (checkOnly) only names it: nothing is created.
 func (n *Node) pluginDataDir(kind sdk.Kind) (string, error) {
 	d := filepath.Join(n.prof.Store.Dir, "plugins", string(kind))
+	if n.checkOnly {
+		return d, nil
+	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return "", fmt.Errorf("create plugin data dir: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -54,6 +55,17 @@ func lookupBuiltin(kind sdk.Kind, name string) (Factory, bool) {
 	return f, ok
 }
 
+// ConfigChecker is an optional interface of plugins, used by `keel profile
+// check` (Check): CheckConfig validates cfg exactly as Configure would and
+// applies it, so that AckPolicy and the like answer for it, but touches
+// nothing on disk: cfg.DataDir may not exist and must be neither created
+// nor read, and Start is never called afterwards (nor Stop). A plugin
+// without it is checked with Configure against a fresh scratch DataDir
+// that is removed afterwards, then stopped.
+type ConfigChecker interface {
+	CheckConfig(ctx context.Context, cfg sdk.Config) error
+}
+
 // Plugin states reported in /status and metrics.
 const (
 	stateRunning  = "running"
@@ -69,6 +81,9 @@ type loadedPlugin struct {
 	path     string
 	p        sdk.Plugin
 	cfg      sdk.Config
+	// scratch is the throwaway DataDir Check configured the plugin with
+	// ("" when it implements ConfigChecker or for a node).
+	scratch string
 
 	mu     sync.Mutex
 	state  string
@@ -154,7 +169,12 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 			return err
 		}
 		lp.cfg = cfg
-		if err := lp.p.Configure(ctx, cfg); err != nil {
+		if n.checkOnly {
+			err = n.checkConfig(ctx, lp, cfg)
+		} else {
+			err = lp.p.Configure(ctx, cfg)
+		}
+		if err != nil {
 			return fmt.Errorf("configure %s plugin %s: %w", s.kind, lp.name, err)
 		}
 		switch s.kind {
@@ -189,6 +209,22 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// checkConfig validates a plugin's configuration for Check without
+// touching the store: through ConfigChecker when the plugin has it,
+// otherwise with Configure on a scratch data dir.
+func (n *Node) checkConfig(ctx context.Context, lp *loadedPlugin, cfg sdk.Config) error {
+	if cc, ok := lp.p.(ConfigChecker); ok {
+		return cc.CheckConfig(ctx, cfg)
+	}
+	dir, err := os.MkdirTemp("", "keel-check-"+string(lp.kind)+"-")
+	if err != nil {
+		return fmt.Errorf("scratch data dir: %w", err)
+	}
+	lp.scratch = dir
+	cfg.DataDir = dir
+	return lp.p.Configure(ctx, cfg)
 }
 
 // pluginConfig builds the sdk.Config a plugin of kind receives.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/keelmq/keel/host"
@@ -18,6 +19,18 @@ type setFlags []string
 
 func (s *setFlags) String() string     { return fmt.Sprint(*s) }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// startError is a failure of `keel serve` before it served. main prints
+// it as the last line on stderr, one line naming the cause, and exits 1.
+type startError struct{ err error }
+
+func (e startError) Error() string { return "cannot start: " + oneLine(e.err.Error()) }
+func (e startError) Unwrap() error { return e.err }
+
+// oneLine joins the lines of a multi-line error message (errors.Join).
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+}
 
 func cmdServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -37,7 +50,7 @@ func cmdServe(args []string) error {
 	slog.SetDefault(log)
 	p, err := profile.Load(*prof, sets)
 	if err != nil {
-		return err
+		return startError{err}
 	}
 	if *data != "" {
 		p.Store.Dir = *data
@@ -49,7 +62,7 @@ func cmdServe(args []string) error {
 	log.Info("starting keel", "version", version, "profile", *prof, "data", p.Store.Dir, "pid", os.Getpid())
 	n, err := host.Start(ctx, p, host.Options{Logger: log})
 	if err != nil {
-		return err
+		return startError{err}
 	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

@@ -1,6 +1,7 @@
 package flushstrategies
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -178,4 +179,21 @@ func configure[C interface{ validate(sdk.Config) error }](b *base, cfg sdk.Confi
 		return def, err
 	}
 	return def, def.validate(cfg)
+}
+
+// CheckConfig implements the host's optional ConfigChecker (`keel profile
+// check`) for every strategy: their Configure touches nothing on disk, so
+// it is Configure.
+func (s *syncStrategy) CheckConfig(ctx context.Context, cfg sdk.Config) error {
+	return s.Configure(ctx, cfg)
+}
+
+// CheckConfig is Configure; see syncStrategy.CheckConfig.
+func (s *asyncStrategy) CheckConfig(ctx context.Context, cfg sdk.Config) error {
+	return s.Configure(ctx, cfg)
+}
+
+// CheckConfig is Configure; see syncStrategy.CheckConfig.
+func (s *bufferedStrategy) CheckConfig(ctx context.Context, cfg sdk.Config) error {
+	return s.Configure(ctx, cfg)
 }

@@ -171,6 +171,15 @@ func (x *Index) Configure(ctx context.Context, cfg sdk.Config) error {
 	return x.open(cfg.DataDir, c)
 }
 
+// CheckConfig is Configure for `keel profile check` (the host's optional
+// ConfigChecker): it decodes and validates cfg as Configure does, but
+// neither creates, opens nor recovers cfg.DataDir. The index stays
+// unconfigured.
+func (x *Index) CheckConfig(ctx context.Context, cfg sdk.Config) error {
+	_, err := DecodeConfig(cfg)
+	return err
+}
+
 // Config returns the configuration in effect.
 func (x *Index) Config() Config { return x.cfg }
 
