@@ -429,9 +429,14 @@ func TestDiskFull(t *testing.T) {
 	du, _ = fs.DiskUsage("/df")
 	used = int64(du.Total - du.Avail)
 	fs.SetCapacity(used + used/20) // ~95% used
-	s.checkDisk()
+	// Appends see it within diskCheckEvery, without waiting for the
+	// retention pass (an hour away here).
+	time.Sleep(diskCheckEvery + 50*time.Millisecond)
 	if _, err := s.Append(msg("T", 0, "x")); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("append above the warning ratio: %v", err)
+	}
+	if err := s.Writable(); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Writable above the warning ratio: %v", err)
 	}
 	if g, err := s.GetMessages("T", 0, 0, 1, 1<<20, nil); err != nil || g.Status != Found {
 		t.Fatalf("read while disk full: %v %v", err, g.Status)

@@ -66,7 +66,7 @@ func (s *Store) Clean(force bool) (int, error) {
 	if !forcibly && !byAge {
 		return 0, nil
 	}
-	deleted := 0
+	deleted, early := 0, 0
 	for deleted < ro.MaxDeletePerRun {
 		segs := *s.segs.Load()
 		if len(segs) < 2 {
@@ -77,25 +77,39 @@ func (s *Store) Clean(force bool) (int, error) {
 		if next.start > s.dispatched.Load() || next.start > s.flushed.Load() {
 			break
 		}
-		if !forcibly {
-			ts, err := s.firstTimestamp(next)
-			if err != nil || now-ts < ro.FileReservedTime.Milliseconds() {
-				break
-			}
+		ts, err := s.firstTimestamp(next)
+		expired := err == nil && ro.FileReservedTime > 0 && now-ts >= ro.FileReservedTime.Milliseconds()
+		if !forcibly && !expired {
+			break
 		}
 		if err := s.deleteFirst(first, next.start); err != nil {
 			return deleted, err
 		}
 		deleted++
+		if !expired {
+			early++
+			s.forcedDeletes.Add(1)
+		}
 		if !force && s.checkDisk() < ro.DiskMaxUsedRatio && !byAge {
 			break
 		}
 	}
-	if deleted > 0 {
+	switch {
+	case early > 0:
+		// Messages consumers may not have read yet are gone: an operator
+		// must hear of it (and ForcedDeletions counts it for metrics).
+		s.log.Warn("retention deleted segments before their retention time", "count", deleted, "unexpired", early,
+			"min", s.minOffset.Load(), "disk_used", fmt.Sprintf("%.1f%%", used*100), "clean_forcibly_ratio", ro.CleanForciblyRatio, "forced", force)
+	case deleted > 0:
 		s.log.Info("retention deleted segments", "count", deleted, "min", s.minOffset.Load(), "disk_used", fmt.Sprintf("%.1f%%", used*100))
 	}
 	return deleted, nil
 }
+
+// ForcedDeletions counts the segments retention deleted before their
+// retention time (disk usage above the clean-forcibly ratio, or Clean(true))
+// since Open.
+func (s *Store) ForcedDeletions() int64 { return s.forcedDeletes.Load() }
 
 func (s *Store) firstTimestamp(seg *segment) (int64, error) {
 	var ts int64

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,9 +108,19 @@ func TestRetentionByDiskUsage(t *testing.T) {
 	du, _ := fs.DiskUsage("/du")
 	used := int64(du.Total - du.Avail)
 	fs.SetCapacity(used * 100 / 87) // 87% used: above clean-forcibly (85%), below warning (90%)
+	w := &warnings{}
+	s.log = slog.New(w)
 	n, err := s.Clean(false)
 	if err != nil || n == 0 {
 		t.Fatalf("clean under disk pressure: %d %v", n, err)
+	}
+	// Deleting unexpired segments loses messages consumers may not have
+	// read: it is a warning and a counted event, not an INFO line.
+	if got := s.ForcedDeletions(); got != int64(n) {
+		t.Fatalf("ForcedDeletions = %d after %d deletions of unexpired segments", got, n)
+	}
+	if m := w.take(); len(m) != 1 {
+		t.Fatalf("forced deletion logged %d warnings, want 1: %q", len(m), m)
 	}
 	if err := s.Writable(); err != nil {
 		t.Fatalf("87%% used must not refuse writes: %v", err)

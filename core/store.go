@@ -128,6 +128,8 @@ type Store struct {
 	truncGen      atomic.Int64 // bumped by every Truncate (caches keyed by offset)
 	diskFull      atomic.Bool
 	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
+	diskCheckAt   atomic.Int64 // the committed offset at that check
+	forcedDeletes atomic.Int64 // segments retention deleted before they expired
 	readOnly      atomic.Bool
 	closed        atomic.Bool
 
@@ -278,25 +280,39 @@ func (s *Store) wroteOffset() int64 {
 	return s.committed.Load()
 }
 
-// Writable reports why appends would fail right now, or nil.
+// Writable reports why appends would fail right now, or nil: ErrClosed,
+// ErrReadOnly, or ErrDiskFull (usage at or above the warning ratio, as of
+// a reading at most diskCheckEvery or diskCheckBytes of appends old).
 func (s *Store) Writable() error {
 	switch {
 	case s.closed.Load():
 		return ErrClosed
 	case s.readOnly.Load():
 		return ErrReadOnly
-	case s.diskFull.Load() && s.recheckDisk():
+	case s.recheckDisk():
 		return fmt.Errorf("appends refused above %.0f%% disk usage: %w", s.opts.Retention.WarningRatio*100, ErrDiskFull)
 	}
 	return nil
 }
 
-// recheckDisk re-reads disk usage at most once a second while the disk is
-// full, so appends resume soon after space returns; it reports whether the
-// disk is still full.
+// How stale the disk usage reading behind Writable may be: statfs is cheap
+// but not free on every append, and a reading only from the retention pass
+// (every 10 s) let appends run on above the warning ratio that long.
+const (
+	diskCheckEvery = 250 * time.Millisecond
+	diskCheckBytes = 64 << 20
+)
+
+// recheckDisk re-reads disk usage when the last reading is older than
+// diskCheckEvery or diskCheckBytes of appends, full or not, so appends stop
+// soon after the disk fills and resume soon after space returns; it reports
+// whether the disk is full.
 func (s *Store) recheckDisk() bool {
 	now := time.Now().UnixMilli()
-	if last := s.lastDiskCheck.Load(); now-last >= 1000 && s.lastDiskCheck.CompareAndSwap(last, now) {
+	last := s.lastDiskCheck.Load()
+	due := now-last >= diskCheckEvery.Milliseconds() || s.committed.Load()-s.diskCheckAt.Load() >= diskCheckBytes
+	if due && s.lastDiskCheck.CompareAndSwap(last, now) {
+		s.diskCheckAt.Store(s.committed.Load())
 		s.checkDisk()
 	}
 	return s.diskFull.Load()
