@@ -173,6 +173,10 @@ func (n *Node) openStore() error {
 	storehost.ApplyFlushPolicy(&o, n.flushPolicy)
 	s, err := core.Open(o)
 	if err != nil {
+		var ce *core.CorruptError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("open store %s: %w; `keel store repair --dry-run %s` shows what it would cut", p.Store.Dir, err, p.Store.Dir)
+		}
 		return fmt.Errorf("open store %s: %w", p.Store.Dir, err)
 	}
 	if n.cache, err = newReadCache(int64(p.Store.ReadCache)); err != nil {
@@ -237,6 +241,9 @@ func listenOn(what, key, addr string) (net.Listener, error) {
 func checkDataDir(dir string) error {
 	if dir == "" {
 		return errors.New("data dir: store.dir is empty")
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("data dir %s (store.dir) is a file, not a directory", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("data dir %s (store.dir) cannot be created: %w", dir, err)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/host"
+	"github.com/keelmq/keel/host/profile"
 )
 
 var (
@@ -100,6 +103,8 @@ func checkFailedStart(t *testing.T, rc int, out string, wants ...string) {
 	}
 	if t.Failed() {
 		t.Logf("full output:\n%s", out)
+	} else {
+		t.Logf("%s", last)
 	}
 }
 
@@ -254,7 +259,7 @@ func TestStartupFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc, out := runKeel(t, work, serveArgs("default.toml", f)...)
-		checkFailedStart(t, rc, out, "data dir "+f+" (store.dir)", "not a directory")
+		checkFailedStart(t, rc, out, "data dir "+f+" (store.dir) is a file, not a directory")
 		rc, out = runKeel(t, work, serveArgs("default.toml", filepath.Join(f, "sub"))...)
 		checkFailedStart(t, rc, out, "data dir "+filepath.Join(f, "sub")+" (store.dir) cannot be created", "not a directory")
 	})
@@ -397,7 +402,7 @@ func TestStartupFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc, out := runKeel(t, work, serveArgs("default.toml", dir)...)
-		checkFailedStart(t, rc, out, "commitlog corrupt below the durable checkpoint", seg, "at offset 0", "keel store repair")
+		checkFailedStart(t, rc, out, "commitlog corrupt below the durable checkpoint", seg, "at offset 0", "keel store repair", "`keel store repair --dry-run "+dir+"` shows what it would cut")
 		// The store was never opened: the crash's marker stays, so the
 		// next start (after a repair) still recovers.
 		if _, err := os.Stat(filepath.Join(dir, core.AbortFile)); err != nil {
@@ -600,3 +605,63 @@ func treeDiff(a, b map[string]fileState) string {
 	}
 	return s.String()
 }
+
+// TestFailedStartReleasesEverything fails host.Start in this process at
+// its last listener and after the store was opened, and checks that what
+// it took is given back: the addresses it bound can be bound again, and
+// the data dir (its lock, its store) opens again at once, cleanly.
+func TestFailedStartReleasesEverything(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	ns, broker := freeAddr(t), freeAddr(t)
+	dir := t.TempDir()
+	p, err := profile.Load(filepath.Join(profilesDir, "default.toml"), append(append([]string{}, portZero...),
+		"store.dir="+dir, "server.namesrv_addr="+ns, "server.broker_addr="+broker, "admin.addr="+held.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := host.Start(context.Background(), p, host.Options{Logger: discard()})
+	if err == nil {
+		n.Stop(context.Background())
+		t.Fatal("started with the admin address taken")
+	}
+	if !strings.Contains(err.Error(), "admin.addr "+held.Addr().String()+" is already in use") || n != nil {
+		t.Fatalf("Start = %v, %v", n, err)
+	}
+	for _, a := range []string{ns, broker} {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatalf("a failed start kept %s: %v", a, err)
+		}
+		l.Close()
+	}
+
+	// After core.Open: the replication plugin's Start fails.
+	state := filepath.Join(dir, "plugins", "replication", "replication-state.json")
+	if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err = profile.Load(filepath.Join(profilesDir, "async-master.toml"), append(append([]string{}, portZero...), "store.dir="+dir, "store.segment_size=8MiB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err = host.Start(context.Background(), p, host.Options{Logger: discard()}); err == nil || n != nil {
+		t.Fatalf("started with a damaged replication state: %v", err)
+	}
+	storeOpened(t, dir)
+	noAbortMarker(t, dir)
+	os.Remove(state)
+	n = startNode(t, "async-master.toml", "store.dir="+dir, "store.segment_size=8MiB")
+	defer n.Stop(context.Background())
+	if rec := n.Store().Recovery(); rec.Crashed {
+		t.Errorf("the start after a failed one recovered as a crash: %+v", rec)
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
