@@ -6,13 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
+	"net/url"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/sdk"
 )
@@ -30,11 +36,31 @@ type adminServer struct {
 //	GET  /message?id=<offset msg id>             one message by id
 //	POST /admin/promote      make this slave the master with a new epoch
 //	POST /admin/force-writes lift a replication write fence
-//	     /debug/pprof/       Go profiling
+//	     /debug/pprof/       Go profiling (cmdline with secrets redacted)
+//
+// The API has no authentication yet, so the mutating endpoints (POST
+// /admin/*) refuse what a web page in the operator's browser could send:
+// a request whose Origin is not this listener's own host:port, or whose
+// Sec-Fetch-Site is not same-origin or none, gets 403; one whose
+// Content-Type is not application/json gets 415 (a page can send
+// text/plain or a form cross-origin without a CORS preflight, never JSON).
+// Every refusal is a JSON {"error": ...}. Nothing served contains a
+// profile secret (profile.IsSecretKey).
 func startAdmin(n *Node, addr string) (*adminServer, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener on %s: %w", addr, err)
+	}
+	registerAdminMetrics(n)
+	self := addrPortOf(l.Addr())
+	mutating := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if code, msg := refuseMutation(r, self); code != 0 {
+				writeJSON(w, code, map[string]string{"error": msg})
+				return
+			}
+			h(w, r)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -73,36 +99,132 @@ func startAdmin(n *Node, addr string) (*adminServer, error) {
 			return
 		}
 		b, err := n.cache.readRecord(n.store, off)
-		if err != nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		if err == nil {
+			var m messageJSON
+			if m, err = decodeMessageJSON(b); err == nil {
+				writeJSON(w, http.StatusOK, m)
+				return
+			}
+		}
+		if errors.Is(err, record.ErrCorrupt) {
+			// The id names a record, but the bytes there are damaged: an
+			// error of the store, not of the request.
+			writeJSON(w, http.StatusInternalServerError, map[string]any{
+				"error":  fmt.Sprintf("damaged record at offset %d: %v", off, err),
+				"offset": off,
+			})
 			return
 		}
-		m, _ := toMessageJSON(b)
-		writeJSON(w, http.StatusOK, m)
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 	})
-	mux.HandleFunc("POST /admin/promote", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /admin/promote", mutating(func(w http.ResponseWriter, r *http.Request) {
 		ep, err := n.Promote(r.Context())
 		if err != nil {
 			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"role": roleMaster, "epoch": ep})
-	})
-	mux.HandleFunc("POST /admin/force-writes", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("POST /admin/force-writes", mutating(func(w http.ResponseWriter, r *http.Request) {
 		if err := n.ForceWrites(r.Context()); err != nil {
 			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"result": "fence lifted"})
-	})
+	}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, r *http.Request) {
+		// pprof.Cmdline with the values of secret --set keys redacted.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, strings.Join(redactArgs(os.Args), "\x00"))
+	})
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	return &adminServer{l: l, srv: srv}, nil
+}
+
+// addrPortOf is a listener's address, IPv4-mapped addresses unmapped.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// refuseMutation says why a mutating admin request must be refused (an
+// HTTP status and a message), or 0 when it may proceed. self is the admin
+// listener's own address.
+func refuseMutation(r *http.Request, self netip.AddrPort) (int, string) {
+	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, self) {
+		return http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this admin listener (%s); the admin API takes no requests from web pages", o, self)
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Sec-Fetch-Site is %q; the admin API takes no requests from web pages", site)
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q refused: mutating admin requests must be application/json", ct)
+	}
+	return 0, ""
+}
+
+// sameOrigin reports whether the Origin header value o names the admin
+// listener self: an http origin whose host is self's address and port. A
+// listener on a wildcard address also accepts any IP address with its
+// port, and a loopback one "localhost" with its port; a host name never
+// matches otherwise (so a DNS-rebound name is refused).
+func sameOrigin(o string, self netip.AddrPort) bool {
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	if port != strconv.Itoa(int(self.Port())) {
+		return false
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		return ip == self.Addr() || self.Addr().IsUnspecified()
+	}
+	return strings.EqualFold(host, "localhost") && (self.Addr().IsLoopback() || self.Addr().IsUnspecified())
+}
+
+// redactArgs returns args with the value of every --set KEY=VALUE whose
+// key holds a secret (profile.IsSecretKey) replaced by "(redacted)".
+func redactArgs(args []string) []string {
+	out := append([]string(nil), args...)
+	redact := func(kv string) string {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && profile.IsSecretKey(strings.TrimSpace(k)) {
+			return k + "=(redacted)"
+		}
+		return kv
+	}
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case (a == "--set" || a == "-set") && i+1 < len(out):
+			out[i+1] = redact(out[i+1])
+			i++
+		case strings.HasPrefix(a, "--set="):
+			out[i] = "--set=" + redact(a[len("--set="):])
+		case strings.HasPrefix(a, "-set="):
+			out[i] = "-set=" + redact(a[len("-set="):])
+		}
+	}
+	return out
 }
 
 func (a *adminServer) close() {
@@ -132,9 +254,17 @@ type messageJSON struct {
 }
 
 func toMessageJSON(b []byte) (messageJSON, bool) {
+	m, err := decodeMessageJSON(b)
+	return m, err == nil
+}
+
+// decodeMessageJSON decodes a stored record (checking its body CRC) for
+// the admin API; the error wraps record.ErrCorrupt when the bytes are
+// damaged.
+func decodeMessageJSON(b []byte) (messageJSON, error) {
 	r, err := record.Decode(b)
 	if err != nil {
-		return messageJSON{}, false
+		return messageJSON{}, fmt.Errorf("decoding record: %w", err)
 	}
 	props, _ := record.ParseProperties(r.Properties)
 	m := messageJSON{
@@ -145,18 +275,24 @@ func toMessageJSON(b []byte) (messageJSON, bool) {
 	if r.SysFlag&record.SysFlagCompressed != 0 {
 		m.Body, m.BodyHex = "", hex.EncodeToString(r.Body)
 	}
-	return m, true
+	return m, nil
 }
 
 // StatusReport is /status.
 type StatusReport struct {
-	Role        string             `json:"role"`
-	Epoch       int32              `json:"epoch"`
-	Uptime      string             `json:"uptime"`
-	Listeners   map[string]string  `json:"listeners"`
-	Offsets     map[string]int64   `json:"offsets"`
-	DiskUsed    float64            `json:"disk_used_ratio"`
-	Writable    string             `json:"writable"`
+	Role      string            `json:"role"`
+	Epoch     int32             `json:"epoch"`
+	Uptime    string            `json:"uptime"`
+	Listeners map[string]string `json:"listeners"`
+	Offsets   map[string]int64  `json:"offsets"`
+	DiskUsed  float64           `json:"disk_used_ratio"`
+	// Writable is "yes", or why appends are refused: the store's own
+	// Writable error first (disk full, read-only, closed), then a
+	// replication fence, then a degraded plugin.
+	Writable string `json:"writable"`
+	// DispatchLag is committed minus dispatched: log bytes not yet in the
+	// consume queues and indexes.
+	DispatchLag int64              `json:"dispatch_lag_bytes"`
 	Plugins     []pluginStatusJSON `json:"plugins"`
 	Replication sdk.ReplicationState
 	FlushPolicy sdk.FlushPolicy       `json:"flush_policy"`
@@ -186,6 +322,7 @@ func (n *Node) Status() StatusReport {
 		Offsets: map[string]int64{"min": p.Min, "dispatched": p.Dispatched, "confirm": p.Confirm,
 			"flushed": p.Flushed, "committed": p.Committed},
 		DiskUsed:    n.store.DiskUsedRatio(),
+		DispatchLag: p.Committed - p.Dispatched,
 		Writable:    "yes",
 		Listeners:   map[string]string{},
 		Replication: n.host.Replication(),

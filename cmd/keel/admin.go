@@ -1,34 +1,57 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
+	"strings"
 	"time"
 )
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
+// adminCall calls the admin API and prints the answer's body on success.
+// A POST carries an empty JSON object as application/json (the admin API
+// refuses other content types on its mutating endpoints). An answer of 300
+// or more is an error carrying the status and the API's {"error": ...}
+// message (or the body as text), and prints nothing.
 func adminCall(method, addr, path string, q url.Values) error {
 	u := "http://" + addr + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequest(method, u, nil)
+	var body io.Reader
+	if method == http.MethodPost {
+		body = strings.NewReader("{}")
+	}
+	req, err := http.NewRequest(method, u, body)
 	if err != nil {
-		return err
+		return fmt.Errorf("admin API request %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("admin API at %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
-	io.Copy(os.Stdout, resp.Body)
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+	}
+	if _, err := io.Copy(cliOut, resp.Body); err != nil {
+		return fmt.Errorf("reading the admin API's answer to %s %s: %w", method, path, err)
 	}
 	return nil
 }
@@ -53,8 +76,23 @@ func cmdAdmin(args []string) error {
 	return fmt.Errorf("unknown admin command %q (status, promote, force-writes)", args[0])
 }
 
+const queryHelp = `usage: keel query [--admin ADDR] (--topic T --key K | --id MSGID)
+
+Looks messages up through a running node's admin API and prints them as
+JSON.
+
+Exit status:
+  0  the lookup succeeded (a key query may find nothing)
+  1  the lookup failed: no such message, a damaged record (the message
+     names its offset and the damage), or the admin API is unreachable
+`
+
 func cmdQuery(args []string) error {
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), queryHelp)
+		fs.PrintDefaults()
+	}
 	addr := fs.String("admin", "127.0.0.1:10914", "admin API `address`")
 	topic := fs.String("topic", "", "topic")
 	key := fs.String("key", "", "message key (KEYS or UNIQ_KEY)")

@@ -837,8 +837,32 @@ func (p *Profile) Effective() ([]byte, error) {
 	return p.effective(false)
 }
 
-// EffectiveRedacted is Effective with replication.secret replaced by
-// "(redacted)" when set, for printing.
+// secretKeys are the profile keys whose values are secrets. This list is
+// the one place that says so: EffectiveRedacted redacts them, and
+// IsSecretKey tells everything else that shows profile values (the admin
+// API's /debug/pprof/cmdline, which shows `--set key=value`).
+var secretKeys = []string{"replication.secret"}
+
+// IsSecretKey reports whether the dotted profile key (as given to --set,
+// "replication.secret", or with TOML quoting as `replication."secret"`)
+// holds a secret whose value must never be shown: whether it is one of
+// secretKeys. A key that does not parse is treated as a secret.
+func IsSecretKey(dotted string) bool {
+	path, err := config.ParseKey(strings.TrimSpace(dotted))
+	if err != nil {
+		return true
+	}
+	k := strings.Join(path, ".")
+	for _, s := range secretKeys {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+// EffectiveRedacted is Effective with the secret keys (secretKeys)
+// replaced by "(redacted)" when set, for printing.
 func (p *Profile) EffectiveRedacted() ([]byte, error) {
 	return p.effective(true)
 }
@@ -848,6 +872,7 @@ func (p *Profile) effective(redact bool) ([]byte, error) {
 		Schema: p.Schema, Store: p.Store, Flush: p.Flush, Replication: p.Replication,
 		Index: p.Index, Server: p.Server, Admin: p.Admin,
 	}
+	// secretKeys: replication.secret is the one secret field.
 	if redact && doc.Replication.Secret != "" {
 		doc.Replication.Secret = "(redacted)"
 	}
