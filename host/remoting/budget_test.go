@@ -143,17 +143,19 @@ func TestBudgetHeldUntilAsyncHandlerDone(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	fast := b.start(&Command{Code: codeEcho, Body: make([]byte, 700<<10)})
-	var first string
+	// The first frame's handler waits 400 ms from after its reservation,
+	// so for 200 ms from now the second frame cannot have got room.
+	select {
+	case <-fast:
+		t.Fatalf("the second frame was served while the first still held the budget (after %v)", time.Since(start))
+	case <-slow:
+		t.Fatalf("the first answer came before its 400 ms delay (after %v)", time.Since(start))
+	case <-time.After(200 * time.Millisecond):
+	}
 	select {
 	case <-slow:
-		first = "slow"
-	case <-fast:
-		first = "fast"
 	case <-time.After(5 * time.Second):
-		t.Fatal("no answer")
-	}
-	if first != "slow" {
-		t.Fatalf("the second frame was served while the first still held the budget (after %v)", time.Since(start))
+		t.Fatal("no answer to the first frame")
 	}
 	select {
 	case r := <-fast:
