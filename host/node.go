@@ -80,11 +80,12 @@ type Node struct {
 	checkOnly bool
 }
 
-// Start checks the data dir and binds the listen addresses, loads the
-// plugins named by the profile, opens the store, starts the plugins and
-// serves. The addresses are bound before anything touches the store, so a
-// second node started on the same ports fails without reading (let alone
-// recovering) a store another node is serving. On error whatever was
+// Start binds the listen addresses, checks and locks the data dir (see
+// LockFile), loads the plugins named by the profile, opens the store,
+// starts the plugins and serves. The addresses are bound before anything
+// touches the store, so a second node started on the same ports fails
+// without reading (let alone recovering) a store another node is serving;
+// the lock stops one on other ports. On error whatever was
 // opened is closed again: started plugins are stopped, external plugin
 // processes killed, the store closed (which removes the abort marker a
 // start that never served would otherwise leave behind) and the
