@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/keelmq/keel/core/record"
 )
 
 const dispatchBatch = 1024
@@ -61,6 +59,7 @@ func (s *Store) dispatchOnce() (int64, error) {
 		return 0, fmt.Errorf("dispatch from %d: no segment holds it", from)
 	}
 	end := min(target, seg.start+s.opts.SegmentSize)
+	s.dispatchCheck.Keys = len(s.opts.Listeners) > 0 // indexers need the keys; queues do not
 	var batch []DispatchRecord
 	if len(s.opts.Listeners) > 0 {
 		// Reused across passes (listeners do not keep it): a pass may
@@ -88,7 +87,7 @@ func (s *Store) dispatchOnce() (int64, error) {
 	}
 	err := seg.view(from-seg.start, end-from, func(b []byte) error {
 		for off := 0; off < len(b); {
-			size, info, err := record.Check(b[off:], false)
+			size, info, err := s.dispatchCheck.Check(b[off:], false)
 			if err != nil {
 				return fmt.Errorf("dispatch record at %d in %s: %w", pos, seg.path, err)
 			}

@@ -61,8 +61,10 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	}
 	recs := make([]rec, 0, 16)
 	pos := off
+	var rc record.Checker
+	var valid string
 	for b := data; len(b) > 0; {
-		size, info, err := record.Check(b, true)
+		size, info, err := rc.Check(b, true)
 		if err != nil {
 			return fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
 		}
@@ -74,9 +76,10 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 			if info.PhysOffset != pos {
 				return fmt.Errorf("append replicated bytes: record at %d claims offset %d: %w", pos, info.PhysOffset, ErrOffset)
 			}
-			if err := dispatchable(info); err != nil {
+			if err := dispatchable(info, info.Topic == valid); err != nil {
 				return fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
 			}
+			valid = info.Topic
 			if pos/segSize != (pos+int64(size)-1)/segSize {
 				return fmt.Errorf("append replicated bytes: record at %d crosses a segment end: %w", pos, ErrOffset)
 			}

@@ -254,6 +254,8 @@ func (s *Store) finishOpen(ckptPath string, ck Checkpoint, haveCk bool) error {
 func (s *Store) scan(from, durable int64, checkCRC bool) (int64, map[queueKey]int64, error) {
 	table := make(map[queueKey]int64)
 	off := from
+	var rc record.Checker
+	var valid string // the last topic name dispatchable accepted
 	for {
 		seg := s.segmentFor(off)
 		if seg == nil {
@@ -263,7 +265,7 @@ func (s *Store) scan(from, durable int64, checkCRC bool) (int64, map[queueKey]in
 		var lastTs int64
 		err := seg.view(off-seg.start, seg.start+s.opts.SegmentSize-off, func(b []byte) error {
 			for len(b) > 0 {
-				size, info, err := record.Check(b, checkCRC)
+				size, info, err := rc.Check(b, checkCRC)
 				if err == nil && !info.Blank && info.PhysOffset != off {
 					err = fmt.Errorf("%w: record claims physical offset %d", record.ErrCorrupt, info.PhysOffset)
 				}
@@ -275,10 +277,11 @@ func (s *Store) scan(from, durable int64, checkCRC bool) (int64, map[queueKey]in
 					off = seg.start + s.opts.SegmentSize
 					return nil
 				}
-				if err := dispatchable(info); err != nil {
+				if err := dispatchable(info, info.Topic == valid); err != nil {
 					bad = err
 					return nil
 				}
+				valid = info.Topic
 				if countsInQueue(info.SysFlag) {
 					// Header fields outside the body have no CRC; a queue
 					// offset that breaks its queue's sequence is damage.
@@ -392,10 +395,13 @@ func (s *Store) cut(end int64, zero, syncZero bool) error {
 }
 
 // dispatchable checks what dispatch needs of a record beyond its CRC
-// (header fields have none): a valid topic name and queue id.
-func dispatchable(info record.Info) error {
-	if err := cq.ValidateTopic(info.Topic); err != nil {
-		return fmt.Errorf("%w: %w", record.ErrCorrupt, err)
+// (header fields have none): a valid topic name (unless topicOK: the
+// caller has just validated this same name) and queue id.
+func dispatchable(info record.Info, topicOK bool) error {
+	if !topicOK {
+		if err := cq.ValidateTopic(info.Topic); err != nil {
+			return fmt.Errorf("%w: %w", record.ErrCorrupt, err)
+		}
 	}
 	if info.QueueID < 0 || info.QueueID > cq.MaxQueueID {
 		return fmt.Errorf("%w: queue id %d out of range", record.ErrCorrupt, info.QueueID)

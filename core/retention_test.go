@@ -97,6 +97,8 @@ func TestRetentionByDiskUsage(t *testing.T) {
 	o := testOptions(fs, "/du")
 	// Never at this hour, never expired: only disk pressure deletes.
 	o.Retention = RetentionOptions{FileReservedTime: 1000 * time.Hour, DeleteWhen: []int{(time.Now().Hour() + 12) % 24}, CleanEvery: time.Hour}
+	w := &warnings{}
+	o.Logger = slog.New(w)
 	s := mustOpen(t, o)
 	defer s.Close()
 	appendN(t, s, 1500, "x")
@@ -108,8 +110,7 @@ func TestRetentionByDiskUsage(t *testing.T) {
 	du, _ := fs.DiskUsage("/du")
 	used := int64(du.Total - du.Avail)
 	fs.SetCapacity(used * 100 / 87) // 87% used: above clean-forcibly (85%), below warning (90%)
-	w := &warnings{}
-	s.log = slog.New(w)
+	w.take()
 	n, err := s.Clean(false)
 	if err != nil || n == 0 {
 		t.Fatalf("clean under disk pressure: %d %v", n, err)

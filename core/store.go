@@ -112,6 +112,7 @@ type Store struct {
 	flushMu     sync.Mutex
 	dispatchMu  sync.Mutex       // held by the dispatcher per pass; Truncate takes it
 	dispatchBuf []DispatchRecord // the listeners' batch, reused; under dispatchMu
+	dispatchCheck record.Checker // interns topic names across passes; under dispatchMu
 	ckptMu      sync.Mutex
 	ckpt        *checkpointFile
 	flushHist   []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom

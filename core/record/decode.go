@@ -267,6 +267,52 @@ func scan(b []byte, checkCRC bool) (l layout, blank bool, claimed int, err error
 // checkCRC=false skips the body CRC (dispatch); true verifies it (recovery).
 // Check allocates only the copies of Topic, Keys and UniqKey.
 func Check(b []byte, checkCRC bool) (size int, info Info, err error) {
+	return check(b, checkCRC, true, nil)
+}
+
+// A Checker is Check for a stream of records, as recovery and dispatch
+// read them: it interns Topic (a run of records of the topics it has seen
+// allocates nothing) and fills Info.Keys and Info.UniqKey only when Keys is
+// set. Results are otherwise exactly Check's. The zero value is ready to
+// use; a Checker is not safe for concurrent use.
+type Checker struct {
+	// Keys makes Check fill Info.Keys and Info.UniqKey (an indexer needs
+	// them; a consume queue does not).
+	Keys bool
+
+	last   string
+	topics map[string]string
+}
+
+// checkerTopics bounds a Checker's interned topic names; past it the set
+// starts again.
+const checkerTopics = 4096
+
+// Check is record.Check with the Checker's interning and Keys choice.
+func (c *Checker) Check(b []byte, checkCRC bool) (size int, info Info, err error) {
+	return check(b, checkCRC, c.Keys, c)
+}
+
+// intern returns the topic name in tb as a string, allocating only for a
+// name not seen before.
+func (c *Checker) intern(tb []byte) string {
+	if string(tb) == c.last {
+		return c.last
+	}
+	if s, ok := c.topics[string(tb)]; ok {
+		c.last = s
+		return s
+	}
+	if c.topics == nil || len(c.topics) >= checkerTopics {
+		c.topics = make(map[string]string)
+	}
+	s := string(tb)
+	c.topics[s] = s
+	c.last = s
+	return s
+}
+
+func check(b []byte, checkCRC, keys bool, c *Checker) (size int, info Info, err error) {
 	l, blank, claimed, err := scan(b, checkCRC)
 	if blank && claimed > 0 {
 		return claimed, Info{Blank: true, Size: int32(claimed)}, err
@@ -275,9 +321,16 @@ func Check(b []byte, checkCRC bool) (size int, info Info, err error) {
 		return claimed, Info{}, err
 	}
 	be := binary.BigEndian
+	tb := b[l.topicPos : l.topicPos+l.topicLen]
+	var topic string
+	if c != nil {
+		topic = c.intern(tb)
+	} else {
+		topic = string(tb)
+	}
 	info = Info{
 		Size:                      int32(l.total),
-		Topic:                     string(b[l.topicPos : l.topicPos+l.topicLen]),
+		Topic:                     topic,
 		QueueID:                   int32(be.Uint32(b[posQueueID:])),
 		QueueOffset:               int64(be.Uint64(b[posQueueOffset:])),
 		PhysOffset:                int64(be.Uint64(b[posPhysOffset:])),
@@ -286,13 +339,15 @@ func Check(b []byte, checkCRC bool) (size int, info Info, err error) {
 		PreparedTransactionOffset: int64(be.Uint64(b[l.bodyPos-12:])),
 		Properties:                b[l.propPos : l.propPos+l.propLen : l.propPos+l.propLen],
 	}
-	tags, keys, uniq := dispatchProps(info.Properties)
+	tags, k, uniq := dispatchProps(info.Properties)
 	info.TagsCode = tagsCodeBytes(tags)
-	if len(keys) > 0 {
-		info.Keys = string(keys)
-	}
-	if len(uniq) > 0 {
-		info.UniqKey = string(uniq)
+	if keys {
+		if len(k) > 0 {
+			info.Keys = string(k)
+		}
+		if len(uniq) > 0 {
+			info.UniqKey = string(uniq)
+		}
 	}
 	return l.total, info, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"reflect"
 	"testing"
 )
 
@@ -36,8 +37,15 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s, true)
 		f.Add(s, false)
 	}
+	var c Checker // shared across inputs, as dispatch shares one across records
+	c.Keys = true
 	f.Fuzz(func(t *testing.T, b []byte, crc bool) {
 		size, info, err := Check(b, crc)
+		// A Checker answers exactly what Check answers.
+		cs, ci, cerr := c.Check(b, crc)
+		if cs != size || !reflect.DeepEqual(ci, info) || (cerr == nil) != (err == nil) || (err != nil && cerr.Error() != err.Error()) {
+			t.Fatalf("Checker.Check = %d %+v %v, Check = %d %+v %v", cs, ci, cerr, size, info, err)
+		}
 		if err != nil {
 			inc, cor := errors.Is(err, ErrIncomplete), errors.Is(err, ErrCorrupt)
 			if inc == cor {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -504,5 +505,50 @@ func TestInfoDispatchFields(t *testing.T) {
 	_, info, _ = Check(rec, false)
 	if info.TagsCode != 0 || info.Keys != "" || info.UniqKey != "" || len(info.Properties) != 0 {
 		t.Fatalf("info %+v", info)
+	}
+}
+
+// TestCheckerInterns: a Checker gives Check's results, reuses one string
+// per topic name (no allocation for a run of records of known topics) and
+// fills keys only when asked.
+func TestCheckerInterns(t *testing.T) {
+	var recs [][]byte
+	for i, topic := range []string{"a", "b", "a", "c", "b"} {
+		m := &Message{Topic: topic, Body: []byte("body"), Properties: EncodeProperties(map[string]string{"KEYS": "k", "UNIQ_KEY": "u", "TAGS": "t"})}
+		b, err := Encode(nil, m, Limits{})
+		if err != nil {
+			t.Fatal(i, err)
+		}
+		recs = append(recs, b)
+	}
+	for _, keys := range []bool{false, true} {
+		c := Checker{Keys: keys}
+		for i, b := range recs {
+			_, want, err := Check(b, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, got, err := c.Check(b, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !keys {
+				want.Keys, want.UniqKey = "", ""
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("record %d keys=%v: Checker %+v, Check %+v", i, keys, got, want)
+			}
+		}
+	}
+	c := Checker{}
+	for _, b := range recs {
+		c.Check(b, false) // learn the names
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, b := range recs {
+			c.Check(b, false)
+		}
+	}); n != 0 {
+		t.Fatalf("Checker allocated %v times per pass over known topics", n)
 	}
 }
