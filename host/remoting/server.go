@@ -533,10 +533,10 @@ func (c *Conn) readLoop() {
 	}()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	budget := s.cfg.Budget
-	var held int64 // the budget the frame being read holds
+	var reserved int64 // the budget the frame being read holds
 	reserve := func(n int64) error {
 		if budget.TryAcquire(n) {
-			held = n
+			reserved = n
 			return nil
 		}
 		if n > budget.Limit() {
@@ -551,7 +551,7 @@ func (c *Conn) readLoop() {
 		if err := budget.Acquire(c.ctx, n); err != nil {
 			return err
 		}
-		held = n
+		reserved = n
 		// Waiting for room is not the client's idleness.
 		_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		return nil
@@ -563,8 +563,8 @@ func (c *Conn) readLoop() {
 		}
 		cmd, err := readCommand(br, s.cfg.MaxFrame, reserve)
 		if err != nil {
-			budget.Release(held)
-			held = 0
+			budget.Release(reserved)
+			reserved = 0
 			c.flushInline() // answers to the frames before a bad one
 			c.readFailed(err)
 			return
@@ -579,11 +579,11 @@ func (c *Conn) readLoop() {
 				default:
 				}
 			}
-			budget.Release(held)
+			budget.Release(reserved)
 		} else {
-			s.dispatchHeld(c, cmd, held)
+			s.dispatchHeld(c, cmd, reserved)
 		}
-		held = 0
+		reserved = 0
 		// The end of a batch (a response can end one too) writes the
 		// answers the reader holds.
 		more := FrameBuffered(br)
