@@ -109,13 +109,13 @@ type Store struct {
 	dispatchedN notifier
 	confirmN    notifier
 
-	flushMu     sync.Mutex
-	dispatchMu  sync.Mutex       // held by the dispatcher per pass; Truncate takes it
-	dispatchBuf []DispatchRecord // the listeners' batch, reused; under dispatchMu
-	dispatchCheck record.Checker // interns topic names across passes; under dispatchMu
-	ckptMu      sync.Mutex
-	ckpt        *checkpointFile
-	flushHist   []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
+	flushMu       sync.Mutex
+	dispatchMu    sync.Mutex       // held by the dispatcher per pass; Truncate takes it
+	dispatchBuf   []DispatchRecord // the listeners' batch, reused; under dispatchMu
+	dispatchCheck record.Checker   // interns topic names across passes; under dispatchMu
+	ckptMu        sync.Mutex
+	ckpt          *checkpointFile
+	flushHist     []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
 
 	// The durable checkpoint's flushed and dispatched offsets (tail.go).
 	ckptFlushed    atomic.Int64
