@@ -584,6 +584,17 @@ func TestProfileCheckReadOnly(t *testing.T) {
 			noProcessesOf(t, bin)
 		})
 	}
+	// Still a check of the profile against that store: an index made with
+	// other hash_slots is refused, without touching it.
+	before := treeState(t, crashed)
+	rc, out := runKeel(t, t.TempDir(), "profile", "check", "--set", "store.dir="+crashed, "--set", "index.config.hash_slots=1000",
+		filepath.Join(mustAbs(profilesDir), "default.toml"))
+	if rc == 0 || !strings.Contains(out, "was made with hash_slots = 5000000, the configuration says 1000") {
+		t.Errorf("profile check of another hash_slots: exit %d\n%s", rc, out)
+	}
+	if after := treeState(t, crashed); !sameTree(before, after) {
+		t.Errorf("profile check changed the store:\n%s", treeDiff(before, after))
+	}
 }
 
 // treeDiff describes how two treeState listings differ.

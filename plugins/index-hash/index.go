@@ -172,12 +172,21 @@ func (x *Index) Configure(ctx context.Context, cfg sdk.Config) error {
 }
 
 // CheckConfig is Configure for `keel profile check` (the host's optional
-// ConfigChecker): it decodes and validates cfg as Configure does, but
-// neither creates, opens nor recovers cfg.DataDir. The index stays
-// unconfigured.
+// ConfigChecker): it decodes and validates cfg as Configure does and, when
+// cfg.DataDir holds an index, reads its checkpoint to refuse a hash_slots
+// it was not made with, but neither creates, writes nor recovers anything.
+// The index stays unconfigured.
 func (x *Index) CheckConfig(ctx context.Context, cfg sdk.Config) error {
-	_, err := DecodeConfig(cfg)
-	return err
+	c, err := DecodeConfig(cfg)
+	if err != nil || cfg.DataDir == "" {
+		return err
+	}
+	ck, exists, err := readCheckpoint(x.o.fs, filepath.Join(cfg.DataDir, CheckpointFile))
+	if err == nil && exists && ck.slots != int32(c.HashSlots) {
+		return fmt.Errorf("index-hash: %s was made with hash_slots = %d, the configuration says %d (hash_slots is fixed for an index directory): %w",
+			cfg.DataDir, ck.slots, c.HashSlots, sdk.ErrInvalidConfig)
+	}
+	return nil // an unreadable checkpoint is Configure's to recover from
 }
 
 // Config returns the configuration in effect.
