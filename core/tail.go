@@ -59,6 +59,9 @@ func (s *Store) TailBehind() (unflushed, undispatched int64) {
 	return max(0, c-s.ckptFlushed.Load()), max(0, min(c, s.confirmOffset())-s.ckptDispatched.Load())
 }
 
+// RecoveryTailBound is Options.RecoveryTail in force (<= 0: no bound).
+func (s *Store) RecoveryTailBound() int64 { return s.opts.RecoveryTail }
+
 // tailQuarter is the progress that triggers a flush or a checkpoint behind
 // the writer; 0 when the bound is off.
 func (s *Store) tailQuarter() int64 {

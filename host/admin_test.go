@@ -327,3 +327,25 @@ func TestMetricsRequestBudget(t *testing.T) {
 		t.Errorf("/metrics lacks the budget")
 	}
 }
+
+// TestMetricsRecoveryTail: the recovery bound, write stalls, forced
+// retention and the last recovery are on /metrics, the bound at the
+// profile's default.
+func TestMetricsRecoveryTail(t *testing.T) {
+	n := startTestNode(t)
+	_, m := adminDo(t, n, http.MethodGet, "/metrics", nil)
+	for _, want := range []string{
+		"keel_recovery_tail_unflushed_bytes ", "keel_recovery_tail_undispatched_bytes ",
+		fmt.Sprintf("keel_recovery_tail_bound_bytes %d\n", n.store.RecoveryTailBound()),
+		"keel_write_stalls_total 0", "keel_write_stall_seconds_total 0", "keel_write_stall_timeouts_total 0",
+		"keel_retention_forced_deletions_total 0", "keel_recovery_seconds ", "keel_recovery_scanned_bytes ",
+		"keel_recovery_redispatch_bytes ",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if n.store.RecoveryTailBound() <= 0 {
+		t.Errorf("the default profile runs without a recovery bound (%d)", n.store.RecoveryTailBound())
+	}
+}

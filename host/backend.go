@@ -92,6 +92,10 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]remoting
 			return nil, fmt.Errorf("%w: %w", remoting.ErrMessageIllegal, err)
 		case errors.Is(err, core.ErrDiskFull):
 			return nil, fmt.Errorf("%w: the broker's disk is full: %w", remoting.ErrServiceUnavailable, err)
+		case errors.Is(err, core.ErrBusy):
+			// A write stall that outlasted store.stall_timeout: the disk or
+			// the dispatcher is behind; nothing was written.
+			return nil, fmt.Errorf("%w: %w", remoting.ErrServiceUnavailable, err)
 		case errors.Is(err, core.ErrReadOnly), errors.Is(err, core.ErrClosed):
 			return nil, fmt.Errorf("%w: %w", remoting.ErrServiceUnavailable, err)
 		}

@@ -89,6 +89,7 @@ func newMetrics(n *Node) *nodeMetrics {
 	})
 	s.NewGauge("keel_read_cache_hits_total", func() float64 { h, _ := n.cache.stats(); return float64(h) })
 	s.NewGauge("keel_read_cache_misses_total", func() float64 { _, m := n.cache.stats(); return float64(m) })
+	registerStoreMetrics(s, n)
 	s.NewGauge("keel_replicas_in_sync", func() float64 {
 		if n.host == nil {
 			return 0

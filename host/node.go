@@ -160,6 +160,8 @@ func (n *Node) openStore() error {
 		MaxMessageSize:      int(p.Store.MaxMessageSize),
 		CQEntriesPerFile:    p.Store.CQEntriesPerFile,
 		DisableCRCOnRecover: !p.Store.CheckCRCOnRecover,
+		RecoveryTail:        recoveryTail(p.Store.RecoveryTail),
+		StallTimeout:        time.Duration(p.Store.StallTimeout),
 		Confirm:             confirm,
 		Listeners:           listeners,
 		OnFlush:             n.metrics.onFlush,
@@ -307,7 +309,9 @@ func (n *Node) listen() error {
 		MaxConns:    p.Server.MaxConnections,
 		IdleTimeout: time.Duration(p.Server.IdleTimeout),
 		MaxFrame:    int(p.Server.MaxFrameSize),
-		Logger:      n.log.With("component", "remoting"),
+		// One budget for the broker and name server listeners together.
+		Budget: remoting.NewBudget(int64(p.Server.RequestBufferBudget)),
+		Logger: n.log.With("component", "remoting"),
 	}
 	if srvCfg.IdleTimeout == 0 {
 		srvCfg.IdleTimeout = 100 * 365 * 24 * time.Hour // "0s" = never
@@ -472,3 +476,12 @@ func (n *Node) pluginDataDir(kind sdk.Kind) (string, error) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// recoveryTail maps store.recovery_tail to core's option: 0 in a profile
+// means no bound, which core spells as a negative value.
+func recoveryTail(v profile.Size) int64 {
+	if v == 0 {
+		return -1
+	}
+	return int64(v)
+}

@@ -56,6 +56,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/sdk/config"
 )
 
@@ -114,6 +115,16 @@ type StoreConfig struct {
 	// CheckCRCOnRecover makes crash recovery verify each record's body CRC.
 	// Default true (RocketMQ checkCRCOnRecover).
 	CheckCRCOnRecover bool `toml:"check_crc_on_recover" comment:"verify body CRCs during crash recovery"`
+	// RecoveryTail bounds what a crash recovery re-reads: how far the log
+	// may run ahead of the durable checkpoint (core.Options.RecoveryTail).
+	// The store flushes and checkpoints behind the writer at a quarter of
+	// it and stalls appends at the whole of it. Default 256MiB; 1MiB to
+	// 64GiB, or 0 to turn the bound off.
+	RecoveryTail Size `toml:"recovery_tail" comment:"crash recovery re-reads at most this much; appends stall beyond it (0 = unbounded)"`
+	// StallTimeout is how long an append waits in a write stall before it
+	// fails with SERVICE_NOT_AVAILABLE ("store busy"; nothing is written,
+	// the producer retries). Default "5s"; 1ms to 1h.
+	StallTimeout Duration `toml:"stall_timeout" comment:"an append stalled this long fails (SERVICE_NOT_AVAILABLE, store busy)"`
 	// AutoCreateTopics creates a topic on its first SEND. Default true.
 	AutoCreateTopics bool `toml:"auto_create_topics" comment:"create topics on first send"`
 	// DefaultQueues is the queue count of an auto-created topic. Default 4
@@ -289,6 +300,8 @@ func defaults(name string) document {
 			DiskWarningRatio:       0.90,
 			ReadCache:              0,
 			CheckCRCOnRecover:      true,
+			RecoveryTail:           core.DefaultRecoveryTail,
+			StallTimeout:           Duration(core.DefaultStallTimeout),
 			AutoCreateTopics:       true,
 			DefaultQueues:          4,
 		},
@@ -556,6 +569,12 @@ func (p *Profile) validate() ErrorList {
 	}
 	if st.CQEntriesPerFile < 1 || st.CQEntriesPerFile > 50_000_000 {
 		fail("store.cq_entries_per_file", "%d is out of range (want 1 to 50000000)", st.CQEntriesPerFile)
+	}
+	if rt := st.RecoveryTail; rt != 0 && (rt < 1<<20 || rt > 64<<30) {
+		fail("store.recovery_tail", "%s is out of range (want 1MiB to 64GiB, or 0 for no bound)", rt)
+	}
+	if d := time.Duration(st.StallTimeout); d < time.Millisecond || d > time.Hour {
+		fail("store.stall_timeout", "%s is out of range (want 1ms to 1h)", st.StallTimeout)
 	}
 	if msg := checkDeleteWhen(st.DeleteWhen); msg != "" {
 		fail("store.delete_when", "%s", msg)

@@ -35,6 +35,8 @@ func TestDefaults(t *testing.T) {
 			DiskWarningRatio:       0.90,
 			ReadCache:              0,
 			CheckCRCOnRecover:      true,
+			RecoveryTail:           256 << 20,
+			StallTimeout:           Duration(5 * time.Second),
 			AutoCreateTopics:       true,
 			DefaultQueues:          4,
 		},
@@ -159,7 +161,7 @@ slave_broker_addr = "127.0.0.1:20911"
 // TestErrors checks every kind of error with its exact text: position, key
 // and what is allowed.
 func TestErrors(t *testing.T) {
-	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, auto_create_topics, default_queues"
+	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, default_queues"
 	tests := []struct {
 		name      string
 		doc       string
@@ -188,6 +190,10 @@ func TestErrors(t *testing.T) {
 			`profiles/x.toml:2:2: Store: unknown key (did you mean "store"?); allowed at top level: schema, store, flush, replication, index, server, admin (keys are case-sensitive)`},
 		{"key below a duration", "schema = 1\n[store]\nfile_reserved_time.hours = \"72h\"\n", nil,
 			`profiles/x.toml:3:20: store.file_reserved_time.hours: unknown key: store.file_reserved_time is a duration string (e.g. "500ms", "2s"), not a table`},
+		{"recovery tail too small", "schema = 1\n[store]\nrecovery_tail = \"64KiB\"\n", nil,
+			"profiles/x.toml:3:17: store.recovery_tail: 64KiB is out of range (want 1MiB to 64GiB, or 0 for no bound)"},
+		{"stall timeout too short", "schema = 1\n[store]\nstall_timeout = \"0s\"\n", nil,
+			"profiles/x.toml:3:17: store.stall_timeout: 0s is out of range (want 1ms to 1h)"},
 		{"wrong type: string for integer", "schema = 1\n[store]\ndefault_queues = \"4\"\n", nil,
 			"profiles/x.toml:3:18: store.default_queues: want an integer, got a string"},
 		{"wrong type: integer for string", "schema = 1\n[server]\nbroker_name = 7\n", nil,
