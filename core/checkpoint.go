@@ -85,9 +85,14 @@ func decodeCheckpoint(b []byte) (Checkpoint, bool) {
 	}, true
 }
 
+// ErrBadCheckpoint: the checkpoint file exists but neither slot is valid.
+// Without it the store cannot tell durable data from a torn tail, so Open
+// refuses; Repair rebuilds it from a full CRC scan of the log.
+var ErrBadCheckpoint = errors.New("checkpoint unreadable")
+
 // ReadCheckpoint reads the newest valid slot of a checkpoint file. It
-// returns ok=false when the file does not exist, and an error when it exists
-// but no slot is valid.
+// returns ok=false when the file does not exist, and an error wrapping
+// ErrBadCheckpoint when it exists but no slot is valid.
 func ReadCheckpoint(fsys vfs.FS, path string) (c Checkpoint, ok bool, err error) {
 	f, err := fsys.Open(path)
 	if err != nil {
@@ -119,7 +124,7 @@ func ReadCheckpoint(fsys vfs.FS, path string) (c Checkpoint, ok bool, err error)
 	case okB:
 		return b, true, nil
 	}
-	return c, false, fmt.Errorf("checkpoint %s: no valid slot (both torn or not a keel checkpoint)", path)
+	return c, false, fmt.Errorf("%w: %s: no valid slot (both torn or not a keel checkpoint); `keel store repair` rebuilds it from a full CRC scan of the log (try --dry-run first)", ErrBadCheckpoint, path)
 }
 
 // checkpointFile writes checkpoints alternately into the two slots.

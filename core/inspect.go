@@ -18,10 +18,13 @@ import (
 
 // Report is what Inspect finds in a store directory, read-only.
 type Report struct {
-	Dir           string
-	SegmentSize   int64
-	Segments      []SegmentReport
-	Checkpoint    *Checkpoint
+	Dir         string
+	SegmentSize int64
+	Segments    []SegmentReport
+	Checkpoint  *Checkpoint
+	// CheckpointErr is why the checkpoint file could not be read (it wraps
+	// ErrBadCheckpoint), nil when it was read or does not exist.
+	CheckpointErr error
 	AbortMarker   bool // the store was not closed cleanly (or is open now)
 	Epochs        []epoch.Entry
 	Queues        []QueueReport
@@ -90,7 +93,9 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 		}
 	}
 	segSize := o.SegmentSize
-	if ck, ok, err := ReadCheckpoint(fsys, filepath.Join(dir, CheckpointFile)); err != nil {
+	if ck, ok, err := ReadCheckpoint(fsys, filepath.Join(dir, CheckpointFile)); errors.Is(err, ErrBadCheckpoint) {
+		rep.CheckpointErr = err
+	} else if err != nil {
 		return nil, err
 	} else if ok {
 		rep.Checkpoint = &ck

@@ -23,6 +23,12 @@ type RepairPlan struct {
 	// intact record after it).
 	RecordsCut      int
 	SegmentsRemoved []string // later segment files removed
+	// RebuildCheckpoint: the checkpoint was unreadable (ErrBadCheckpoint)
+	// and is rewritten from the scan: flushed at the repaired end (after
+	// every segment is synced), dispatched at the log's start, so the next
+	// Open re-dispatches the whole log into the consume queues and
+	// indexes (idempotently) and checks nothing below the end again.
+	RebuildCheckpoint bool
 }
 
 // Repair finds the first damaged record of a closed store (checking CRCs)
@@ -43,8 +49,13 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := &RepairPlan{CutAt: rep.FirstBad, Reason: rep.FirstBadError, LogEnd: rep.LogEnd}
+	plan := &RepairPlan{CutAt: rep.FirstBad, Reason: rep.FirstBadError, LogEnd: rep.LogEnd, RebuildCheckpoint: rep.CheckpointErr != nil}
 	if rep.FirstBad < 0 {
+		if plan.RebuildCheckpoint && !dryRun {
+			if err := rebuildCheckpoint(fsys, dir, rep, rep.End); err != nil {
+				return nil, err
+			}
+		}
 		return plan, nil
 	}
 	plan.BytesCut, plan.RecordsCut = rep.LogEnd-rep.FirstBad, rep.LostRecords
@@ -95,6 +106,12 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 		return nil, fmt.Errorf("repair: flush consume queues: %w", err)
 	}
 	set.Close()
+	if plan.RebuildCheckpoint {
+		if err := rebuildCheckpoint(fsys, dir, rep, cut); err != nil {
+			return nil, err
+		}
+		return plan, nil
+	}
 	ckPath := filepath.Join(dir, CheckpointFile)
 	ck, ok, err := ReadCheckpoint(fsys, ckPath)
 	if err != nil {
@@ -113,6 +130,54 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// rebuildCheckpoint replaces an unreadable checkpoint with one built from a
+// full CRC scan that found the log valid up to end: every segment is synced
+// first, so "flushed up to end" is true when it is written; dispatched is
+// the log's start (everything is dispatched again on the next Open).
+func rebuildCheckpoint(fsys vfs.FS, dir string, rep *Report, end int64) error {
+	minOff := end
+	if len(rep.Segments) > 0 {
+		minOff = min(end, rep.Segments[0].Start)
+	}
+	for _, sg := range rep.Segments {
+		if sg.Start > end {
+			continue
+		}
+		f, err := fsys.OpenReadWrite(sg.File)
+		if err != nil {
+			return fmt.Errorf("repair: rebuild checkpoint: %w", err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("repair: rebuild checkpoint: sync %s: %w", sg.File, err)
+		}
+	}
+	ckPath := filepath.Join(dir, CheckpointFile)
+	tmp := ckPath + ".rebuilt"
+	cf, err := openCheckpointFile(fsys, tmp, Checkpoint{}, false)
+	if err != nil {
+		return fmt.Errorf("repair: rebuild checkpoint: %w", err)
+	}
+	c := Checkpoint{Flushed: end, Dispatched: minOff, Confirm: minOff, Min: minOff, VerifyFrom: end}
+	if err := cf.write(c); err == nil {
+		err = cf.write(c) // both slots valid
+	}
+	if cerr := cf.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("repair: rebuild checkpoint: %w", err)
+	}
+	if err := fsys.Rename(tmp, ckPath); err != nil {
+		return fmt.Errorf("repair: rebuild checkpoint: %w", err)
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("repair: rebuild checkpoint: sync %s: %w", dir, err)
+	}
+	return nil
 }
 
 // inferCQEntriesPerFile reads the size of any consume queue file (they are

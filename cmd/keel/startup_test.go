@@ -380,7 +380,7 @@ func TestStartupFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc, out := runKeel(t, work, serveArgs("default.toml", dir)...)
-		checkFailedStart(t, rc, out, "open store "+dir, "checkpoint "+ck, "no valid slot")
+		checkFailedStart(t, rc, out, "open store "+dir, "checkpoint unreadable: "+ck, "no valid slot", "keel store repair")
 		noAbortMarker(t, dir)
 	})
 

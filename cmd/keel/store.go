@@ -136,8 +136,15 @@ func cmdStoreRepair(args []string) error {
 	if err != nil {
 		return err
 	}
+	if plan.RebuildCheckpoint {
+		verb := "rebuilt"
+		if *dry {
+			verb = "would rebuild"
+		}
+		fmt.Fprintf(cliOut, "the checkpoint was unreadable: %s it from a full CRC scan (flushed at the repaired end; the next start re-dispatches the whole log)\n", verb)
+	}
 	if plan.CutAt < 0 {
-		fmt.Fprintln(cliOut, "no damaged record found: nothing to repair")
+		fmt.Fprintln(cliOut, "no damaged record found: no log bytes to cut")
 		return nil
 	}
 	cut, remove, lose := "cut", "removed", "are lost"
