@@ -257,7 +257,7 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 		n += cfg.WireRuns()
 	}
 	if !skip[PartRecovery] {
-		n += len(cfg.Recovery.Sizes) * len(cfg.Recovery.Crashes) * len(cfg.Recovery.Flush) * cfg.Recovery.Repeats
+		n += cfg.RecoveryRuns()
 	}
 	return n
 }
@@ -407,55 +407,71 @@ func runRecovery(ctx context.Context, cfg *matrix.Config, o Options, pr *progres
 	rc := cfg.Recovery
 	sizes := slices.Clone(rc.Sizes)
 	slices.Sort(sizes)
+	bodies := slices.Clone([]int(rc.BodyBytes))
+	slices.Sort(bodies)
 	n := 0
 	for _, crash := range rc.Crashes {
 		for _, flush := range rc.Flush {
-			for _, size := range sizes {
-				x := report.Recovery{Profile: flush + "-flush", TargetBytes: int64(size), Crash: crash, Repeats: rc.Repeats}
-				if crash == recovery.PowerCut && size > rc.MaxPowerCutSize {
-					x.Status = "skipped"
-					x.Note = fmt.Sprintf("above max_powercut_size %v (CrashFS keeps the store in memory twice)", rc.MaxPowerCutSize)
-					pr.skip(rc.Repeats)
+			for _, body := range bodies {
+				for _, size := range sizes {
+					x := report.Recovery{Profile: flush + "-flush", BodyBytes: body, TargetBytes: int64(size), Crash: crash, Repeats: rc.Repeats}
+					if crash == recovery.PowerCut && size > rc.MaxPowerCutSize {
+						x.Status = "skipped"
+						x.Note = fmt.Sprintf("above max_powercut_size %v (CrashFS keeps the store in memory twice)", rc.MaxPowerCutSize)
+						pr.skip(rc.Repeats)
+						out = append(out, x)
+						continue
+					}
+					var ready, disp, stored, acked, trunc, scan []float64
+					phases := map[string][]float64{}
+					for rep := 0; rep < rc.Repeats; rep++ {
+						n++
+						pr.step(fmt.Sprintf("recovery %s %s-flush %dB %v run %d/%d", crash, flush, body, size, rep+1, rc.Repeats))
+						dir := "/store"
+						if crash == recovery.Kill9 {
+							dir = filepath.Join(o.Scratch, fmt.Sprintf("recovery-%d", n))
+						}
+						r, err := recovery.Run(ctx, recovery.Spec{Dir: dir, Size: int64(size), Crash: crash, Flush: flush, Producers: rc.Producers,
+							BodyBytes: body, SegmentSize: int64(rc.SegmentSize), Seed: int64(n)})
+						if ctx.Err() != nil {
+							return out
+						}
+						if err != nil {
+							x.Status, x.Note = "error", err.Error()
+							pr.skip(rc.Repeats - rep - 1)
+							break
+						}
+						pr.result(fmt.Sprintf("ready %.0f ms, dispatched %.0f ms, %d acked lost", r.ReadyMs, r.DispatchedMs, r.AckedLost))
+						ready = append(ready, r.ReadyMs)
+						disp = append(disp, r.DispatchedMs)
+						stored = append(stored, float64(r.StoreBytes))
+						acked = append(acked, float64(r.Acked))
+						trunc = append(trunc, float64(r.Truncated))
+						scan = append(scan, float64(r.ScanBytes))
+						for name, ms := range r.PhasesMs {
+							phases[name] = append(phases[name], ms)
+						}
+						x.AckedLostRuns = append(x.AckedLostRuns, r.AckedLost)
+						x.AckedLost = max(x.AckedLost, r.AckedLost)
+					}
+					if x.Status == "" {
+						x.Status = "ok"
+						rs, ds := ceiling.NewStat(ready), ceiling.NewStat(disp)
+						x.ReadyMs, x.ReadyMsMin, x.ReadyMsMax = rs.Median, rs.Min, rs.Max
+						x.DispatchedMs, x.DispatchedMsMin, x.DispatchedMsMax = ds.Median, ds.Min, ds.Max
+						x.StoreBytes = int64(ceiling.NewStat(stored).Median)
+						x.Acked = int64(ceiling.NewStat(acked).Median)
+						x.TruncatedBytes = int64(ceiling.NewStat(trunc).Median)
+						x.ScanBytes = int64(ceiling.NewStat(scan).Median)
+						if len(phases) > 0 {
+							x.PhasesMs = map[string]float64{}
+							for name, v := range phases {
+								x.PhasesMs[name] = ceiling.NewStat(v).Median
+							}
+						}
+					}
 					out = append(out, x)
-					continue
 				}
-				var ready, disp, stored, acked, trunc []float64
-				for rep := 0; rep < rc.Repeats; rep++ {
-					n++
-					pr.step(fmt.Sprintf("recovery %s %s-flush %v run %d/%d", crash, flush, size, rep+1, rc.Repeats))
-					dir := "/store"
-					if crash == recovery.Kill9 {
-						dir = filepath.Join(o.Scratch, fmt.Sprintf("recovery-%d", n))
-					}
-					r, err := recovery.Run(ctx, recovery.Spec{Dir: dir, Size: int64(size), Crash: crash, Flush: flush, Producers: rc.Producers,
-						BodyBytes: rc.BodyBytes, SegmentSize: int64(rc.SegmentSize), Seed: int64(n)})
-					if ctx.Err() != nil {
-						return out
-					}
-					if err != nil {
-						x.Status, x.Note = "error", err.Error()
-						pr.skip(rc.Repeats - rep - 1)
-						break
-					}
-					pr.result(fmt.Sprintf("ready %.0f ms, dispatched %.0f ms, %d acked lost", r.ReadyMs, r.DispatchedMs, r.AckedLost))
-					ready = append(ready, r.ReadyMs)
-					disp = append(disp, r.DispatchedMs)
-					stored = append(stored, float64(r.StoreBytes))
-					acked = append(acked, float64(r.Acked))
-					trunc = append(trunc, float64(r.Truncated))
-					x.AckedLostRuns = append(x.AckedLostRuns, r.AckedLost)
-					x.AckedLost = max(x.AckedLost, r.AckedLost)
-				}
-				if x.Status == "" {
-					x.Status = "ok"
-					rs, ds := ceiling.NewStat(ready), ceiling.NewStat(disp)
-					x.ReadyMs, x.ReadyMsMin, x.ReadyMsMax = rs.Median, rs.Min, rs.Max
-					x.DispatchedMs, x.DispatchedMsMin, x.DispatchedMsMax = ds.Median, ds.Min, ds.Max
-					x.StoreBytes = int64(ceiling.NewStat(stored).Median)
-					x.Acked = int64(ceiling.NewStat(acked).Median)
-					x.TruncatedBytes = int64(ceiling.NewStat(trunc).Median)
-				}
-				out = append(out, x)
 			}
 		}
 	}

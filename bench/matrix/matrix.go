@@ -34,8 +34,8 @@
 //	crashes   = ["kill9", "powercut"]
 //	flush     = ["sync", "async"]
 //	producers = 4
-//	body_bytes = 128
-//	repeats   = 3
+//	body_bytes = [128, 4096]        # each size is its own row (a plain
+//	repeats   = 3                   # integer reads as a one-size list)
 //
 //	[peers]
 //	nats      = ["r1-default", "r1-sync", "r3-sync"]
@@ -62,6 +62,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -69,6 +70,7 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // SchemaVersion is the matrix format this package reads.
@@ -166,6 +168,57 @@ func (z Size) String() string {
 	return strconv.FormatInt(int64(z), 10)
 }
 
+// Ints is a TOML array of integers that also accepts a plain integer as a
+// one-element list, so configs written when the key held one value still
+// read. Decoding it needs the decoder's unmarshaler interface (Parse
+// enables it).
+type Ints []int
+
+var _ unstable.Unmarshaler = (*Ints)(nil)
+
+// UnmarshalTOML implements unstable.Unmarshaler; data is the raw value.
+func (v *Ints) UnmarshalTOML(data []byte) error {
+	var w struct {
+		V any `toml:"v"`
+	}
+	if err := toml.Unmarshal(append([]byte("v = "), data...), &w); err != nil {
+		return intsError{data}
+	}
+	toInt := func(x any) (int, bool) {
+		n, ok := x.(int64)
+		if !ok || n < math.MinInt || n > math.MaxInt {
+			return 0, false
+		}
+		return int(n), true
+	}
+	if n, ok := toInt(w.V); ok {
+		*v = Ints{n}
+		return nil
+	}
+	xs, ok := w.V.([]any)
+	if !ok {
+		return intsError{data}
+	}
+	out := make(Ints, 0, len(xs))
+	for _, x := range xs {
+		n, ok := toInt(x)
+		if !ok {
+			return intsError{data}
+		}
+		out = append(out, n)
+	}
+	*v = out
+	return nil
+}
+
+// intsError is Ints' decoding error. The decoder returns it without a
+// position; describe names the key.
+type intsError struct{ raw []byte }
+
+func (e intsError) Error() string {
+	return fmt.Sprintf("want a list of integers such as [128, 4096] (or one integer), got %s", bytes.TrimSpace(e.raw))
+}
+
 // Config is a decoded benchmark matrix file.
 type Config struct {
 	Schema int `toml:"schema"`
@@ -231,9 +284,11 @@ type RecoveryConfig struct {
 	Flush []string `toml:"flush"`
 	// Producers appending when the crash comes. Default 4.
 	Producers int `toml:"producers"`
-	// BodyBytes of each message. Default 128.
-	BodyBytes int `toml:"body_bytes"`
-	// Repeats per (size, crash, flush). Default 3.
+	// BodyBytes are the message body sizes measured, each at every size,
+	// crash and flush. Default [128]. A plain integer (the format before
+	// this was a list) reads as a one-element list.
+	BodyBytes Ints `toml:"body_bytes"`
+	// Repeats per (crash, flush, body size, size). Default 3.
 	Repeats int `toml:"repeats"`
 	// SegmentSize of the recovery stores. Default 64MiB.
 	SegmentSize Size `toml:"segment_size"`
@@ -336,6 +391,7 @@ func Parse(file string, doc []byte) (*Config, error) {
 	var c Config
 	dec := toml.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
+	dec.EnableUnmarshalerInterface() // for Ints
 	if err := dec.Decode(&c); err != nil {
 		return nil, describe(file, err)
 	}
@@ -352,6 +408,10 @@ func Parse(file string, doc []byte) (*Config, error) {
 
 // describe turns a go-toml error into FILE:LINE:COL messages.
 func describe(file string, err error) error {
+	if ie := (intsError{}); errors.As(err, &ie) {
+		// recovery.body_bytes is the only Ints key.
+		return fmt.Errorf("%s: recovery.body_bytes: %w", file, ie)
+	}
 	var sm *toml.StrictMissingError
 	if errors.As(err, &sm) {
 		var errs []error
@@ -430,7 +490,9 @@ func (c *Config) fill() {
 		r.Flush = []string{"sync", "async"}
 	}
 	defInt(&r.Producers, 4)
-	defInt(&r.BodyBytes, 128)
+	if len(r.BodyBytes) == 0 {
+		r.BodyBytes = Ints{128}
+	}
 	defInt(&r.Repeats, 3)
 	if r.SegmentSize == 0 {
 		r.SegmentSize = 64 << 20
@@ -537,7 +599,15 @@ func (c *Config) Validate() error {
 	checkStrs("recovery.crashes", r.Crashes, Crashes)
 	checkStrs("recovery.flush", r.Flush, []string{"sync", "async"})
 	checkInts("recovery.producers", []int{r.Producers}, 1, 256)
-	checkInts("recovery.body_bytes", []int{r.BodyBytes}, 1, MaxBodyBytes)
+	checkInts("recovery.body_bytes", r.BodyBytes, 1, MaxBodyBytes)
+	for _, n := range r.BodyBytes {
+		if n <= MaxBodyBytes && int64(n)+64<<10 > int64(r.SegmentSize) {
+			bad("recovery.body_bytes: %d does not fit recovery.segment_size %v", n, r.SegmentSize)
+		}
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(r.BodyBytes)))) != len(r.BodyBytes) {
+		bad("recovery.body_bytes: %v lists a size twice", []int(r.BodyBytes))
+	}
 	if r.Repeats < 1 {
 		bad("recovery.repeats: %d, want >= 1", r.Repeats)
 	}
@@ -622,8 +692,9 @@ func (c *Config) BodySizes() []int {
 // Quick returns a copy trimmed to fit `keel bench --quick` (under three
 // minutes on two cores): cell, peer and wire runs last at most 1s with a warmup
 // of at most 100ms, ceiling runs at most 500ms, cells, peers and wire repeat
-// exactly 3 times, and recovery keeps its two smallest sizes with one
-// repeat each. The axes are not changed.
+// exactly 3 times, and recovery keeps its two smallest sizes and its
+// smallest body size, with one repeat each. The matrix axes are not
+// changed.
 func (c *Config) Quick() *Config {
 	q := *c
 	q.Matrix = slices.Clone(c.Matrix)
@@ -637,12 +708,23 @@ func (c *Config) Quick() *Config {
 	if len(q.Recovery.Sizes) > 2 {
 		q.Recovery.Sizes = q.Recovery.Sizes[:2]
 	}
+	if len(c.Recovery.BodyBytes) > 0 {
+		q.Recovery.BodyBytes = Ints{slices.Min(c.Recovery.BodyBytes)}
+	}
 	q.Recovery.Repeats = 1
 	q.Peers.Duration = Duration(min(c.Peers.Duration.D(), time.Second))
 	q.Peers.Repeats = 3
 	q.Wire.Duration = Duration(min(c.Wire.Duration.D(), time.Second))
 	q.Wire.Repeats = 3
 	return &q
+}
+
+// RecoveryRuns is the number of recovery measurements: every crash,
+// flush, body size and store size, Repeats times (powercut sizes above
+// max_powercut_size included: they are counted, and skipped, too).
+func (c *Config) RecoveryRuns() int {
+	r := c.Recovery
+	return len(r.Sizes) * len(r.Crashes) * len(r.Flush) * len(r.BodyBytes) * r.Repeats
 }
 
 // Estimate is a rough lower bound of the wall time of a run of c: measured

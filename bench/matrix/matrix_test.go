@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +18,19 @@ func repoConfig(t *testing.T, name string) string {
 }
 
 func TestShippedConfigs(t *testing.T) {
-	for _, name := range []string{"quick.toml", "full.toml"} {
+	for name, bodies := range map[string][]int{"quick.toml": {128}, "full.toml": {128, 4096}, "core.toml": {128, 4096}} {
 		c, err := Load(repoConfig(t, name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if len(c.Cells()) == 0 || c.Repeats < 3 {
 			t.Fatalf("%s: %d cells, %d repeats", name, len(c.Cells()), c.Repeats)
+		}
+		if !slices.Equal(c.Recovery.BodyBytes, bodies) {
+			t.Errorf("%s: recovery.body_bytes %v, want %v", name, c.Recovery.BodyBytes, bodies)
+		}
+		if q := c.Quick(); len(q.Recovery.BodyBytes) != 1 || q.Recovery.BodyBytes[0] != 128 {
+			t.Errorf("%s --quick: recovery.body_bytes %v, want [128]", name, q.Recovery.BodyBytes)
 		}
 	}
 	q, _ := Load(repoConfig(t, "quick.toml"))
@@ -129,7 +136,7 @@ func TestSizeRoundTrip(t *testing.T) {
 }
 
 func TestQuick(t *testing.T) {
-	doc := "schema = 1\nduration = \"10s\"\nrepeats = 5\n[recovery]\nsizes = [\"256MiB\", \"16MiB\", \"64MiB\"]\nrepeats = 3\n[[matrix]]\nflush = [\"sync\"]\n"
+	doc := "schema = 1\nduration = \"10s\"\nrepeats = 5\n[recovery]\nsizes = [\"256MiB\", \"16MiB\", \"64MiB\"]\nbody_bytes = [4096, 128, 1024]\nrepeats = 3\n[[matrix]]\nflush = [\"sync\"]\n"
 	c, err := Parse("a.toml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +145,57 @@ func TestQuick(t *testing.T) {
 	if q.Duration.D() != time.Second || q.Repeats != 3 || len(q.Recovery.Sizes) != 2 || q.Recovery.Sizes[1] != 64<<20 || q.Recovery.Repeats != 1 {
 		t.Fatalf("quick: %+v", q)
 	}
-	if c.Duration.D() != 10*time.Second || len(c.Recovery.Sizes) != 3 {
+	if len(q.Recovery.BodyBytes) != 1 || q.Recovery.BodyBytes[0] != 128 {
+		t.Fatalf("quick keeps the smallest recovery body size only: %v", q.Recovery.BodyBytes)
+	}
+	if got := q.RecoveryRuns(); got != 2*2*2*1*1 {
+		t.Fatalf("quick RecoveryRuns = %d, want 8 (2 sizes, 2 crashes, 2 flushes, 1 body, 1 repeat)", got)
+	}
+	if c.Duration.D() != 10*time.Second || len(c.Recovery.Sizes) != 3 || len(c.Recovery.BodyBytes) != 3 || c.Recovery.BodyBytes[0] != 4096 {
 		t.Fatal("Quick modified the original")
+	}
+	if got := c.RecoveryRuns(); got != 3*2*2*3*3 {
+		t.Fatalf("RecoveryRuns = %d, want 108", got)
+	}
+}
+
+// TestRecoveryBodyBytes: a list, a plain integer (the format before it
+// was a list) and the default; bad values name the key.
+func TestRecoveryBodyBytes(t *testing.T) {
+	for doc, want := range map[string][]int{
+		"":                           {128},
+		"body_bytes = 4096\n":        {4096},
+		"body_bytes = [128, 4096]\n": {128, 4096},
+		"body_bytes = [ 128, # small\n 4096, ]\n": {128, 4096},
+		"body_bytes = []\n":                       {128},
+	} {
+		c, err := Parse("a.toml", []byte("schema = 1\n[recovery]\n"+doc+"repeats = 2\n"))
+		if err != nil {
+			t.Errorf("%q: %v", doc, err)
+			continue
+		}
+		if !slices.Equal(c.Recovery.BodyBytes, want) || c.Recovery.Repeats != 2 {
+			t.Errorf("%q: body_bytes %v, repeats %d; want %v, 2", doc, c.Recovery.BodyBytes, c.Recovery.Repeats, want)
+		}
+	}
+	for doc, want := range map[string]string{
+		"body_bytes = \"128\"\n":                            `recovery.body_bytes: want a list of integers`,
+		"body_bytes = [128, \"4KiB\"]\n":                    `recovery.body_bytes: want a list of integers`,
+		"body_bytes = [1.5]\n":                              `recovery.body_bytes: want a list of integers`,
+		"body_bytes = [0]\n":                                "recovery.body_bytes: 0 outside",
+		"body_bytes = 99999999999\n":                        "recovery.body_bytes: 99999999999 outside",
+		"body_bytes = [128, 128]\n":                         "lists a size twice",
+		"segment_size = \"1MiB\"\nbody_bytes = [1048576]\n": "does not fit recovery.segment_size",
+	} {
+		_, err := Parse("a.toml", []byte("schema = 1\n[recovery]\n"+doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", doc, err, want)
+		}
 	}
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"quick.toml", "full.toml"} {
+	for _, name := range []string{"quick.toml", "full.toml", "core.toml"} {
 		if b, err := os.ReadFile(repoConfig(nil, name)); err == nil {
 			f.Add(b)
 		}

@@ -118,6 +118,18 @@ func sizeStr(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
+// bodyStr is a body size as "128 B" or "4 KiB"; "?" for 0 (a results
+// file from before recovery rows carried it).
+func bodyStr(n int) string {
+	switch {
+	case n <= 0:
+		return "?"
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 func rangeStr(med, lo, hi float64) string {
 	return fmt.Sprintf("%s [%s–%s]", human(med), human(lo), human(hi))
 }
@@ -177,14 +189,14 @@ func (r *Results) WriteTable(w io.Writer) error {
 	}
 	if len(r.Recovery) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
-		fmt.Fprintln(tw, "RECOVERY\tSTATUS\tSTORE\tREADY\tDISPATCHED\tACKED LOST\t")
+		fmt.Fprintln(tw, "RECOVERY\tSTATUS\tSTORE\tREADY\tDISPATCHED\tACKED LOST\tSCANNED\tSLOWEST PHASE (ms)")
 		for _, x := range r.Recovery {
-			name := fmt.Sprintf("%s/%s/%s", x.Crash, x.Profile, sizeStr(x.TargetBytes))
 			if x.Status != "ok" {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\n", name, x.Status, truncate(x.Note, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\n", x.Key(), x.Status, truncate(x.Note, 60))
 				continue
 			}
-			fmt.Fprintf(tw, "%s\tok\t%s\t%.1f ms\t%.1f ms\t%d of %d\t\n", name, sizeStr(x.StoreBytes), x.ReadyMs, x.DispatchedMs, x.AckedLost, x.Acked)
+			fmt.Fprintf(tw, "%s\tok\t%s\t%.1f ms\t%.1f ms\t%d of %d\t%s\t%s\n", x.Key(), sizeStr(x.StoreBytes), x.ReadyMs, x.DispatchedMs, x.AckedLost, x.Acked,
+				sizeStr(x.ScanBytes), x.SlowestPhases(1))
 		}
 	}
 	return tw.Flush()
@@ -333,14 +345,17 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 		p("Not configured.\n\n")
 	} else {
 		p("![recovery time against store size](%s%s)\n\n", chartPrefix, FileRecovery)
-		p("| crash | profile | store | ready ms [min–max] | dispatched ms [min–max] | acked lost (worst run) | acked | cut after the recovered end |\n|---|---|---|---|---|---|---|---|\n")
+		p("Ready is core.Open; dispatched is until every recovered record is in the consume queues, from the start of Open. " +
+			"Scanned is what Open validated record by record (the recovered end minus the scan's start); the phases are the medians of where Open's time went, slowest first.\n\n")
+		p("| crash | profile | body | store | ready ms [min–max] | dispatched ms [min–max] | scanned | Open's slowest phases, ms | acked lost (worst run) | acked | cut after the recovered end |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Recovery {
 			if x.Status != "ok" {
-				p("| %s | %s | %s | %s: %s | | | | |\n", x.Crash, x.Profile, sizeStr(x.TargetBytes), x.Status, x.Note)
+				p("| %s | %s | %s | %s | %s: %s | | | | | | |\n", x.Crash, x.Profile, bodyStr(x.BodyBytes), sizeStr(x.TargetBytes), x.Status, x.Note)
 				continue
 			}
-			p("| %s | %s | %s | %.1f [%.1f–%.1f] | %.1f [%.1f–%.1f] | %d | %d | %s |\n", x.Crash, x.Profile, sizeStr(x.StoreBytes), x.ReadyMs, x.ReadyMsMin, x.ReadyMsMax,
-				x.DispatchedMs, x.DispatchedMsMin, x.DispatchedMsMax, x.AckedLost, x.Acked, sizeStr(x.TruncatedBytes))
+			p("| %s | %s | %s | %s | %.1f [%.1f–%.1f] | %.1f [%.1f–%.1f] | %s | %s | %d | %d | %s |\n", x.Crash, x.Profile, bodyStr(x.BodyBytes), sizeStr(x.StoreBytes),
+				x.ReadyMs, x.ReadyMsMin, x.ReadyMsMax, x.DispatchedMs, x.DispatchedMsMin, x.DispatchedMsMax, sizeStr(x.ScanBytes), x.SlowestPhases(3),
+				x.AckedLost, x.Acked, sizeStr(x.TruncatedBytes))
 		}
 		p("\n")
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -29,8 +30,13 @@ func sample() *Results {
 		Peers: []Peer{{Name: "nats-jetstream", Config: "r1-sync", Producers: 64, BodyBytes: 128, Status: "ok", MsgsPerSec: 3000, MsgsPerSecMin: 2900, MsgsPerSecMax: 3100,
 			P99us: 900, CDF: []CDFPoint{{Us: 300, Fraction: 0.5}, {Us: 900, Fraction: 1}}}},
 		Recovery: []Recovery{
-			{Profile: "sync-flush", Crash: "kill9", TargetBytes: 16 << 20, StoreBytes: 17 << 20, Status: "ok", ReadyMs: 20, DispatchedMs: 40},
-			{Profile: "sync-flush", Crash: "kill9", TargetBytes: 64 << 20, StoreBytes: 65 << 20, Status: "ok", ReadyMs: 30, DispatchedMs: 90},
+			{Profile: "sync-flush", Crash: "kill9", BodyBytes: 128, TargetBytes: 16 << 20, StoreBytes: 17 << 20, Status: "ok", ReadyMs: 20, DispatchedMs: 40,
+				ScanBytes: 3 << 20, PhasesMs: map[string]float64{"segments": 0.5, "queues": 2, "scan": 15.5, "cut": 1, "finish": 1}},
+			{Profile: "sync-flush", Crash: "kill9", BodyBytes: 128, TargetBytes: 64 << 20, StoreBytes: 65 << 20, Status: "ok", ReadyMs: 30, DispatchedMs: 90,
+				ScanBytes: 5 << 20, PhasesMs: map[string]float64{"queues": 3, "scan": 24, "cut": 2}},
+			{Profile: "sync-flush", Crash: "kill9", BodyBytes: 4096, TargetBytes: 16 << 20, StoreBytes: 18 << 20, Status: "ok", ReadyMs: 4, DispatchedMs: 6},
+			{Profile: "sync-flush", Crash: "kill9", BodyBytes: 4096, TargetBytes: 64 << 20, StoreBytes: 66 << 20, Status: "ok", ReadyMs: 5, DispatchedMs: 8},
+			{Profile: "sync-flush", Crash: "powercut", BodyBytes: 4096, TargetBytes: 1 << 30, Status: "skipped", Note: "above max_powercut_size"},
 		},
 	}
 }
@@ -104,13 +110,85 @@ func TestTableAndMarkdown(t *testing.T) {
 	if err := r.WriteMarkdown(&md, "img/"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"88% of group commit p64", "skipped", "nats-jetstream/r1-sync", "kill9/sync-flush"} {
+	for _, want := range []string{"88% of group commit p64", "skipped", "nats-jetstream/r1-sync", "kill9/sync-flush/128B/16.0 MiB",
+		"kill9/sync-flush/4096B/64.0 MiB", "scan 15.5", "3.0 MiB"} {
 		if !strings.Contains(tb.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tb.String())
 		}
 	}
 	if !strings.Contains(md.String(), "](img/throughput.svg)") {
 		t.Errorf("markdown chart links lack the prefix")
+	}
+	// The recovery table has a body-size column, what Open scanned and
+	// where its time went.
+	for _, want := range []string{"| crash | profile | body | store |", "| scanned | Open's slowest phases, ms |",
+		"| kill9 | sync-flush | 128 B | 17.0 MiB | 20.0 [0.0–0.0] | 40.0 [0.0–0.0] | 3.0 MiB | scan 15.5, queues 2.0, cut 1.0 |",
+		"| kill9 | sync-flush | 4 KiB | 66.0 MiB |", "| powercut | sync-flush | 4 KiB | 1.0 GiB | skipped: above max_powercut_size |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// TestRecoveryRows: body size, scan bytes and phases survive results.json,
+// and a file written before recovery rows had them still reads.
+func TestRecoveryRows(t *testing.T) {
+	dir := t.TempDir()
+	if err := sample().WriteAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := back.Recovery[0]
+	if x.BodyBytes != 128 || back.Recovery[2].BodyBytes != 4096 || x.ScanBytes != 3<<20 || x.PhasesMs["scan"] != 15.5 ||
+		x.SlowestPhases(1) != "scan 15.5" || back.Recovery[2].SlowestPhases(3) != "" {
+		t.Fatalf("recovery rows lost data: %+v", back.Recovery)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, FileJSON))
+	for _, field := range []string{`"body_bytes": 4096`, `"scan_bytes": 3145728`, `"phases_ms"`, `"scan": 15.5`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("results.json lacks %s", field)
+		}
+	}
+	old := `{"schema_version":1,"recovery":[{"profile":"sync-flush","crash":"kill9","target_bytes":16777216,"store_bytes":17825792,"status":"ok","ready_ms":20,"dispatched_ms":40}]}`
+	os.WriteFile(filepath.Join(dir, "old.json"), []byte(old), 0o644)
+	o, err := ReadJSON(filepath.Join(dir, "old.json"))
+	if err != nil || len(o.Recovery) != 1 || o.Recovery[0].BodyBytes != 0 {
+		t.Fatalf("old results: %v, %+v", err, o)
+	}
+	var md, chart bytes.Buffer
+	if err := o.WriteMarkdown(&md, ""); err != nil || !strings.Contains(md.String(), "| kill9 | sync-flush | ? | 17.0 MiB |") {
+		t.Errorf("old results' markdown (%v):\n%s", err, md.String())
+	}
+	if err := o.RecoverySVG(&chart); err != nil || !strings.Contains(chart.String(), "kill9 / sync-flush / ?") {
+		t.Errorf("old results' chart (%v):\n%s", err, chart.String())
+	}
+}
+
+// TestRecoverySVG: one legend entry and one solid plus one dashed line
+// per (crash, profile, body size); the skipped row draws nothing.
+func TestRecoverySVG(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sample().RecoverySVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"kill9 / sync-flush / 128 B", "kill9 / sync-flush / 4 KiB", "fully dispatched", "ready (core.Open)",
+		"128 B bodies", "4 KiB bodies", "16 MiB", "128 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "powercut") {
+		t.Error("the skipped powercut row is drawn")
+	}
+	if n := strings.Count(out, "<polyline"); n != 4 {
+		t.Errorf("%d lines, want 4 (ready and dispatched for 2 body sizes)", n)
+	}
+	if n := len(regexp.MustCompile(`<polyline [^>]*stroke-dasharray`).FindAllString(out, -1)); n != 2 {
+		t.Errorf("%d dashed lines, want 2", n)
 	}
 }
 

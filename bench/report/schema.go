@@ -4,10 +4,13 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/keelmq/keel/bench/ceiling"
@@ -256,12 +259,16 @@ func (w *Wire) Key() string {
 	return fmt.Sprintf("%s/%s/%dB/p%d", w.Name, w.Profile, w.BodyBytes, w.Producers)
 }
 
-// Recovery is one (profile, size, crash) recovery measurement over its
-// repeats.
+// Recovery is one (crash, profile, body size, store size) recovery
+// measurement over its repeats.
 type Recovery struct {
 	// Profile is the appender's flush strategy: "sync-flush" or
 	// "async-flush".
 	Profile string `json:"profile"`
+	// BodyBytes is the body size of every message in the store (added
+	// within schema version 1; 0 in older files, whose single size was
+	// the config's recovery.body_bytes).
+	BodyBytes int `json:"body_bytes"`
 	// TargetBytes is the configured size; StoreBytes the median commitlog
 	// size at the crash.
 	TargetBytes int64  `json:"target_bytes"`
@@ -286,7 +293,40 @@ type Recovery struct {
 	// recovered end: up to the end of that segment (core reports this
 	// upper bound of the torn tail, zero padding included).
 	TruncatedBytes int64 `json:"truncated_bytes"`
-	Repeats        int   `json:"repeats"`
+	// ScanBytes is the median number of commitlog bytes Open validated
+	// (the recovered end minus where the scan started); PhasesMs the
+	// median per phase of where Open's time went (core.RecoveryInfo's
+	// phases: segments, queues, scan, cut, truncate-queues, finish).
+	// Both added within schema version 1.
+	ScanBytes int64              `json:"scan_bytes"`
+	PhasesMs  map[string]float64 `json:"phases_ms,omitempty"`
+	Repeats   int                `json:"repeats"`
+}
+
+// Key identifies the row: "kill9/async-flush/128B/1.0 GiB" (the
+// configured size).
+func (x *Recovery) Key() string {
+	return fmt.Sprintf("%s/%s/%dB/%s", x.Crash, x.Profile, x.BodyBytes, sizeStr(x.TargetBytes))
+}
+
+// SlowestPhases is PhasesMs as "scan 812.3, cut 40.1, …", slowest first,
+// at most n phases; "" without phases.
+func (x *Recovery) SlowestPhases(n int) string {
+	names := make([]string, 0, len(x.PhasesMs))
+	for k := range x.PhasesMs {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(x.PhasesMs[b], x.PhasesMs[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range names[:min(n, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.1f", k, x.PhasesMs[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // WriteJSON writes r as indented JSON.

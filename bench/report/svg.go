@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"io"
@@ -257,84 +258,188 @@ func (r *Results) LatencySVG(w io.Writer) error {
 	return s.finish(w)
 }
 
-// RecoverySVG draws time to ready (dashed) and to fully dispatched
-// (solid) against store size, one colour per crash kind and profile.
+// RecoverySVG draws time to ready (dashed, hollow markers) and to fully
+// dispatched (solid, filled markers) against store size, both axes on a
+// log scale, one colour per (crash kind, profile, body size) and one
+// marker shape per body size.
 func (r *Results) RecoverySVG(w io.Writer) error {
-	groups := map[string][]Recovery{}
-	var names []string
+	type key struct {
+		crash, profile string
+		body           int
+	}
+	groups := map[key][]Recovery{}
+	var keys []key
+	var bodies []int
 	for _, x := range r.Recovery {
 		if x.Status != "ok" {
 			continue
 		}
-		k := x.Crash + " / " + x.Profile
+		k := key{x.Crash, x.Profile, x.BodyBytes}
 		if _, ok := groups[k]; !ok {
-			names = append(names, k)
+			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], x)
-	}
-	if len(names) == 0 {
-		return emptyChart(w, "no recovery measured")
-	}
-	slices.Sort(names)
-	const left, plotW, plotH, top, legendW = 70.0, 520.0, 320.0, 40.0, 260.0
-	width, height := int(left+plotW+legendW), int(top+plotH+56)
-	s := newSVG(width, height)
-	var xs []float64
-	ymax := 0.0
-	for _, g := range groups {
-		for _, x := range g {
-			xs = append(xs, float64(x.StoreBytes)/(1<<20))
-			ymax = max(ymax, x.DispatchedMs, x.ReadyMs)
+		if !slices.Contains(bodies, x.BodyBytes) {
+			bodies = append(bodies, x.BodyBytes)
 		}
 	}
-	ax := newLogAxis(xs, left, left+plotW)
-	ymax = niceCeil(ymax)
-	yAt := func(v float64) float64 { return top + plotH - v/ymax*plotH }
-	s.text(left+plotW/2, 18, "middle", "#000", "Recovery time against store size: solid = fully dispatched, dashed = ready (Open)", `font-weight="bold"`)
+	if len(keys) == 0 {
+		return emptyChart(w, "no recovery measured")
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.crash, b.crash), strings.Compare(a.profile, b.profile), cmp.Compare(a.body, b.body))
+	})
+	slices.Sort(bodies)
+	const left, plotW, plotH, top, legendW, entryH = 70.0, 520.0, 340.0, 58.0, 270.0, 18.0
+	width := int(left + plotW + legendW)
+	height := int(max(top+plotH+56, top+entryH*float64(len(keys))+20))
+	s := newSVG(width, height)
+	var xs, ys []float64
+	for _, g := range groups {
+		for _, x := range g {
+			xs = append(xs, float64(x.StoreBytes))
+			ys = append(ys, x.ReadyMs, x.DispatchedMs)
+		}
+	}
+	ax := newPow2Axis(xs, left, left+plotW)
+	ay := newLogAxis(ys, top+plotH, top)
+	s.text(float64(width)/2, 18, "middle", "#000", "Recovery time against store size (log–log)", `font-weight="bold"`)
+	// Line-style and marker key.
+	ky := 40.0
+	s.line(left, ky-4, left+24, ky-4, "#333", 1.6)
+	s.text(left+30, ky, "start", "#333", "fully dispatched")
+	s.line(left+130, ky-4, left+154, ky-4, "#333", 1.6, `stroke-dasharray="5,3"`)
+	s.text(left+160, ky, "start", "#333", "ready (core.Open)")
+	mx := left + 290
+	for i, b := range bodies {
+		s.marker(i, mx, ky-4, "#333", true)
+		s.text(mx+8, ky, "start", "#333", bodyStr(b)+" bodies")
+		mx += 100
+	}
 	for _, t := range ax.ticks() {
 		x := ax.at(t)
 		s.line(x, top, x, top+plotH, "#ddd", 1)
-		s.text(x, top+plotH+14, "middle", "#333", fmt.Sprintf("%g MiB", t))
+		s.text(x, top+plotH+14, "middle", "#333", sizeLabel(t))
 	}
-	for i := 0; i <= 5; i++ {
-		v := ymax * float64(i) / 5
-		y := yAt(v)
-		s.line(left, y, left+plotW, y, "#eee", 1)
-		s.text(left-4, y+4, "end", "#333", fmt.Sprintf("%g ms", math.Round(v*10)/10))
+	labelMinor := ay.hi/ay.lo <= 100.5 // two decades or fewer: label 2× and 5× too
+	for _, t := range ay.minorTicks() {
+		s.line(left, ay.at(t), left+plotW, ay.at(t), "#f2f2f2", 1)
+		if labelMinor {
+			s.text(left-4, ay.at(t)+4, "end", "#888", msLabel(t))
+		}
+	}
+	for _, t := range ay.ticks() {
+		y := ay.at(t)
+		s.line(left, y, left+plotW, y, "#ddd", 1)
+		s.text(left-4, y+4, "end", "#333", msLabel(t))
 	}
 	s.line(left, top+plotH, left+plotW, top+plotH, "#000", 1)
 	s.line(left, top, left, top+plotH, "#000", 1)
 	s.text(left+plotW/2, top+plotH+34, "middle", "#333", "commitlog size at the crash (log scale)")
-	for i, name := range names {
-		g := groups[name]
-		slices.SortFunc(g, func(a, b Recovery) int { return int(a.StoreBytes - b.StoreBytes) })
+	s.text(16, top+plotH/2, "middle", "#333", "time (log scale)", fmt.Sprintf(`transform="rotate(-90 16 %.1f)"`, top+plotH/2))
+	for i, k := range keys {
+		g := groups[k]
+		slices.SortFunc(g, func(a, b Recovery) int { return cmp.Compare(a.StoreBytes, b.StoreBytes) })
 		col := palette[i%len(palette)]
+		shape := slices.Index(bodies, k.body)
 		var ready, disp [][2]float64
 		for _, x := range g {
-			px := ax.at(float64(x.StoreBytes) / (1 << 20))
-			ready = append(ready, [2]float64{px, yAt(x.ReadyMs)})
-			disp = append(disp, [2]float64{px, yAt(x.DispatchedMs)})
-			s.circle(px, yAt(x.DispatchedMs), 3, col)
+			px := ax.at(float64(x.StoreBytes))
+			ready = append(ready, [2]float64{px, ay.at(x.ReadyMs)})
+			disp = append(disp, [2]float64{px, ay.at(x.DispatchedMs)})
 		}
 		s.polyline(disp, col)
 		s.polyline(ready, col, `stroke-dasharray="5,3"`)
-		ly := top + 18*float64(i)
-		s.line(left+plotW+14, ly-4, left+plotW+34, ly-4, col, 2)
-		s.text(left+plotW+40, ly, "start", "#000", name)
+		for j := range g {
+			s.marker(shape, disp[j][0], disp[j][1], col, true)
+			s.marker(shape, ready[j][0], ready[j][1], col, false)
+		}
+		ly := top + entryH*float64(i) + 4
+		s.line(left+plotW+14, ly-4, left+plotW+40, ly-4, col, 2)
+		s.marker(shape, left+plotW+27, ly-4, col, true)
+		s.text(left+plotW+46, ly, "start", "#000", fmt.Sprintf("%s / %s / %s", k.crash, k.profile, bodyStr(k.body)))
 	}
 	return s.finish(w)
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
+// marker draws shape i (circle, square, triangle, diamond, repeating) at
+// (x, y), filled or hollow.
+func (s *svg) marker(i int, x, y float64, col string, filled bool) {
+	fill, extra := col, ""
+	if !filled {
+		fill, extra = "white", fmt.Sprintf(`stroke="%s" stroke-width="1.3"`, col)
 	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= v {
-			return m * p
+	const r = 3.5
+	switch i % 4 {
+	case 0:
+		fmt.Fprintf(&s.b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" %s/>`+"\n", x, y, r, fill, extra)
+	case 1:
+		fmt.Fprintf(&s.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" %s/>`+"\n", x-r, y-r, 2*r, 2*r, fill, extra)
+	case 2:
+		fmt.Fprintf(&s.b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s" %s/>`+"\n", x, y-r-0.8, x+r+0.6, y+r, x-r-0.6, y+r, fill, extra)
+	default:
+		fmt.Fprintf(&s.b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s" %s/>`+"\n", x, y-r-1, x+r+1, y, x, y+r+1, x-r-1, y, fill, extra)
+	}
+}
+
+// minorTicks are 2× and 5× every decade inside the axis.
+func (a logAxis) minorTicks() []float64 {
+	var t []float64
+	for v := a.lo; v < a.hi; v *= 10 {
+		t = append(t, 2*v, 5*v)
+	}
+	return t
+}
+
+// pow2Axis is a log axis over byte counts with power-of-two bounds.
+type pow2Axis struct{ logAxis }
+
+func newPow2Axis(vals []float64, p0, p1 float64) pow2Axis {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if v > 0 {
+			lo, hi = min(lo, v), max(hi, v)
 		}
 	}
-	return 10 * p
+	if math.IsInf(lo, 1) {
+		lo, hi = 1<<20, 1<<30
+	}
+	lo = math.Exp2(math.Floor(math.Log2(lo)))
+	hi = math.Exp2(math.Ceil(math.Log2(hi)))
+	if hi <= lo {
+		lo, hi = lo/2, lo*2
+	}
+	return pow2Axis{logAxis{lo, hi, p0, p1}}
+}
+
+// ticks are powers of two from lo to hi, at most 9 of them.
+func (a pow2Axis) ticks() []float64 {
+	n := math.Round(math.Log2(a.hi / a.lo))
+	step := math.Exp2(math.Ceil(n / 8))
+	var t []float64
+	for v := a.lo; v <= a.hi*1.0001; v *= step {
+		t = append(t, v)
+	}
+	return t
+}
+
+// sizeLabel is a power-of-two byte count as "64 MiB", "8 GiB".
+func sizeLabel(v float64) string {
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.m {
+			return fmt.Sprintf("%g %s", math.Round(v/u.m*100)/100, u.suf)
+		}
+	}
+	return fmt.Sprintf("%g B", v)
+}
+
+// msLabel is a time in milliseconds as "500 ms", "2 s".
+func msLabel(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%g s", v/1000)
+	}
+	return fmt.Sprintf("%g ms", v)
 }
