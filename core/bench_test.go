@@ -62,9 +62,31 @@ func BenchmarkAppend128Parallel(b *testing.B) {
 	})
 }
 
-// BenchmarkAppendBatch128 appends batches of 32 records of 128 bytes.
+// BenchmarkAppendBatch128 appends batches of 32 records of 128 bytes, with
+// the recovery tail bound at its default (flushes, checkpoints and, when
+// the disk or the dispatcher falls behind, write stalls behind the writer)
+// and without it; run long enough (-benchtime=5s) to write several bounds'
+// worth, the ratio of the two is what the bound costs a writer that
+// outruns the disk.
 func BenchmarkAppendBatch128(b *testing.B) {
-	s := benchStore(b, 1<<30)
+	for _, bc := range []struct {
+		name  string
+		bound int64
+	}{{"bounded", 0}, {"unbounded", -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := Open(Options{Dir: b.TempDir(), FS: vfs.OS, SegmentSize: 1 << 30, RecoveryTail: bc.bound, Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			appendBatch128(b, s)
+			st := s.Stalls()
+			b.ReportMetric(float64(st.Count)/float64(b.N), "stalls/op")
+		})
+	}
+}
+
+func appendBatch128(b *testing.B, s *Store) {
 	msgs := make([]*record.Message, 32)
 	for i := range msgs {
 		msgs[i] = msg("BenchTopic", int32(i&7), string(body(128)))
