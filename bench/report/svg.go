@@ -63,16 +63,23 @@ func (s *svg) finish(w io.Writer) error {
 // logAxis maps [lo, hi] (decade-aligned, > 0) onto [p0, p1].
 type logAxis struct{ lo, hi, p0, p1 float64 }
 
-func newLogAxis(vals []float64, p0, p1 float64) logAxis {
-	lo, hi := math.Inf(1), math.Inf(-1)
+// positiveRange is the smallest and largest positive value of vals, or
+// (deflo, defhi) when there is none.
+func positiveRange(vals []float64, deflo, defhi float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, v := range vals {
 		if v > 0 {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 	}
 	if math.IsInf(lo, 1) {
-		lo, hi = 1, 10
+		return deflo, defhi
 	}
+	return lo, hi
+}
+
+func newLogAxis(vals []float64, p0, p1 float64) logAxis {
+	lo, hi := positiveRange(vals, 1, 10)
 	lo = math.Pow(10, math.Floor(math.Log10(lo)))
 	hi = math.Pow(10, math.Ceil(math.Log10(hi)))
 	if hi <= lo {
@@ -395,15 +402,7 @@ func (a logAxis) minorTicks() []float64 {
 type pow2Axis struct{ logAxis }
 
 func newPow2Axis(vals []float64, p0, p1 float64) pow2Axis {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range vals {
-		if v > 0 {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-	}
-	if math.IsInf(lo, 1) {
-		lo, hi = 1<<20, 1<<30
-	}
+	lo, hi := positiveRange(vals, 1<<20, 1<<30)
 	lo = math.Exp2(math.Floor(math.Log2(lo)))
 	hi = math.Exp2(math.Ceil(math.Log2(hi)))
 	if hi <= lo {
