@@ -21,6 +21,8 @@ func (s *Store) dispatchLoop() {
 		c2 := s.confirmN.wait()
 		n, err := s.dispatchOnce()
 		if err != nil {
+			msg := err.Error()
+			s.dispatchFail.Store(&msg)
 			s.log.Error("dispatch failed; retrying", "dispatched", s.dispatched.Load(), "err", err)
 			select {
 			case <-s.stop:
@@ -28,6 +30,9 @@ func (s *Store) dispatchLoop() {
 			case <-time.After(100 * time.Millisecond):
 			}
 			continue
+		}
+		if s.dispatchFail.Load() != nil {
+			s.dispatchFail.Store(nil)
 		}
 		if n > 0 {
 			continue

@@ -223,6 +223,10 @@ func (s *Store) Truncate(off int64) error {
 	if err := s.ckpt.write(c); err != nil {
 		return fmt.Errorf("checkpoint after truncate: %w", err)
 	}
+	s.recorded(c)
+	if s.openEnd.Load() > off {
+		s.openEnd.Store(off)
+	}
 	s.log.Warn("log truncated", "offset", off)
 	return nil
 }

@@ -190,6 +190,7 @@ func (s *Store) recover() error {
 	// strategy makes it durable as usual once the store runs (a sync-flush
 	// store's consumers see it only then), so opening does not wait for it.
 	s.setPositions(minOff, end, dispatchFrom)
+	s.openEnd.Store(end)
 	s.flushed.Store(max(minOff, min(durable, end)))
 	if last := s.segmentFor(end); last != nil {
 		s.active = last
@@ -374,8 +375,7 @@ func (s *Store) cut(end int64, zero, syncZero bool) error {
 	}
 	for _, seg := range removed {
 		var hdr [4]byte
-		_ = seg.readAt(hdr[:], seg.start) // unreadable counts as used
-		if hdr == [4]byte{} {
+		if err := seg.readAt(hdr[:], seg.start); err == nil && hdr == [4]byte{} {
 			// A segment preallocated ahead of the writer and never used.
 			s.log.Debug("removing an unused preallocated segment", "file", seg.path)
 		} else {

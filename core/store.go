@@ -125,6 +125,11 @@ type Store struct {
 	stallCount     atomic.Int64
 	stallNanos     atomic.Int64
 	stallTimeouts  atomic.Int64
+	// openEnd is the log's end when Open finished: records recovered then
+	// and not yet re-dispatched are not charged to later appends (tail.go).
+	openEnd      atomic.Int64
+	dispatchFail atomic.Pointer[string] // the dispatcher's last error, nil after a good pass
+	ckptFail     atomic.Pointer[string] // why the last checkpoint could not record dispatch progress
 
 	truncGen      atomic.Int64 // bumped by every Truncate (caches keyed by offset)
 	diskFull      atomic.Bool
@@ -797,13 +802,29 @@ func (s *Store) Checkpoint() error {
 	defer s.ckptMu.Unlock()
 	d := s.dispatched.Load()
 	dts := s.dispatchTs.Load()
+	var derr error
 	if err := s.cqs.Flush(); err != nil {
-		return fmt.Errorf("checkpoint: flush consume queues: %w", err)
+		derr = fmt.Errorf("checkpoint: flush consume queues: %w", err)
 	}
 	for _, l := range s.opts.Listeners {
-		if err := l.Sync(); err != nil {
-			return fmt.Errorf("checkpoint: sync dispatch listener: %w", err)
+		if derr != nil {
+			break
 		}
+		if err := l.Sync(); err != nil {
+			derr = fmt.Errorf("checkpoint: sync dispatch listener: %w", err)
+		}
+	}
+	if derr != nil {
+		// The queues or an indexer could not be made durable: the
+		// dispatched offset stays where the last checkpoint put it, but
+		// the flushed offset still moves, so a failing indexer stops
+		// neither the commitlog's progress nor, through the recovery
+		// tail, the appends.
+		d, dts = s.ckpt.last.Dispatched, s.ckpt.last.LogicsTs
+		msg := derr.Error()
+		s.ckptFail.Store(&msg)
+	} else if s.ckptFail.Load() != nil {
+		s.ckptFail.Store(nil)
 	}
 	c := Checkpoint{
 		Flushed:    s.flushed.Load(),
@@ -815,13 +836,13 @@ func (s *Store) Checkpoint() error {
 	}
 	c.VerifyFrom = s.verifyFromLocked(c.Flushed, c.Min)
 	if c == (Checkpoint{Seq: c.Seq}) {
-		return nil
+		return derr
 	}
 	if err := s.ckpt.write(c); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return errors.Join(derr, fmt.Errorf("checkpoint: %w", err))
 	}
 	s.recorded(c)
-	return nil
+	return derr
 }
 
 // recorded publishes a checkpoint just written (ckptMu held, or Open).

@@ -95,18 +95,25 @@ func (s *Store) afterProgress() {
 	}
 }
 
-// tailFull reports whether appends must wait for a checkpoint.
+// tailFull reports whether appends must wait for a checkpoint. What Open
+// recovered and left to re-dispatch (below openEnd) is not charged to the
+// appends that follow: they stall only once they themselves run a bound
+// ahead of the dispatcher's checkpoint, so a store that opens with a large
+// re-dispatch (a rebuilt checkpoint, a long-undispatched tail) takes
+// appends at once, and the next crash re-dispatches at most the bound
+// more than this one did.
 func (s *Store) tailFull() bool {
 	b := s.opts.RecoveryTail
 	if b <= 0 {
 		return false
 	}
 	c := s.committed.Load()
-	if c-s.ckptFlushed.Load() < b && c-s.ckptDispatched.Load() < b {
-		return false // the fast path: two loads
+	dbase := max(s.ckptDispatched.Load(), s.openEnd.Load())
+	if c-s.ckptFlushed.Load() < b && c-dbase < b {
+		return false // the fast path
 	}
-	f, d := s.TailBehind()
-	return f >= b || d >= b
+	f, _ := s.TailBehind()
+	return f >= b || min(c, s.confirmOffset())-dbase >= b
 }
 
 // awaitTailRoom is the write stall: it returns at once while the tail is
@@ -134,47 +141,66 @@ func (s *Store) awaitTailRoom() error {
 		case <-timer.C:
 			s.stallTimeouts.Add(1)
 			f, d := s.TailBehind()
-			return fmt.Errorf("append waited %v for the recovery tail (%d bytes unflushed, %d undispatched above the checkpoint; bound %d): %w",
-				s.opts.StallTimeout, f, d, s.opts.RecoveryTail, ErrBusy)
+			why := ""
+			if p := s.dispatchFail.Load(); p != nil {
+				why = "; dispatch is failing: " + *p
+			} else if p := s.ckptFail.Load(); p != nil {
+				why = "; checkpoints cannot record dispatch progress: " + *p
+			} else if s.readOnly.Load() {
+				why = "; the store is read-only after an I/O error"
+			}
+			return fmt.Errorf("append waited %v for the recovery tail (%d bytes unflushed, %d undispatched above the checkpoint; bound %d)%s: %w",
+				s.opts.StallTimeout, f, d, s.opts.RecoveryTail, why, ErrBusy)
 		}
 	}
 }
 
+// tailRetry is how long the tail keeper ignores kicks after a failed flush
+// or checkpoint (an indexer that cannot sync fails every attempt; the
+// periodic checkpoint still runs meanwhile).
+const tailRetry = time.Second
+
 // tailLoop flushes and checkpoints behind the writer when kicked.
 func (s *Store) tailLoop() {
+	var failedAt time.Time
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.tailCh:
 		}
-		s.keepTail()
+		if time.Since(failedAt) < tailRetry {
+			continue
+		}
+		if err := s.keepTail(); err != nil {
+			s.log.Error("flush or checkpoint behind the writer failed; retrying in a second", "err", err)
+			failedAt = time.Now()
+		}
 	}
 }
 
 // keepTail flushes while a quarter of the bound is unflushed and writes a
 // checkpoint while one would record a quarter of progress; each round
 // makes progress or ends.
-func (s *Store) keepTail() {
+func (s *Store) keepTail() error {
 	q := s.tailQuarter()
 	for !s.closed.Load() {
 		did := false
 		if !s.readOnly.Load() && s.committed.Load()-s.flushed.Load() >= q {
 			if _, err := s.Flush(); err != nil {
-				s.log.Error("flush behind the writer", "err", err)
-				return
+				return err
 			}
 			did = true
 		}
 		if s.flushed.Load()-s.ckptFlushed.Load() >= q || s.dispatched.Load()-s.ckptDispatched.Load() >= q {
 			if err := s.Checkpoint(); err != nil {
-				s.log.Error("checkpoint behind the writer", "err", err)
-				return
+				return err
 			}
 			did = true
 		}
 		if !did {
-			return
+			return nil
 		}
 	}
+	return nil
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,5 +164,91 @@ func TestWriteStallOnDispatch(t *testing.T) {
 	close(l.release)
 	if _, err := s.Append(msg("T", 0, "after")); err != nil {
 		t.Fatalf("append once dispatch moves again: %v", err)
+	}
+}
+
+// TestOpenWithLargeRedispatchTakesAppends: a store that opens with much
+// more to re-dispatch than the bound (here a checkpoint rebuilt by Repair,
+// dispatched at the log's start, and a dispatcher that cannot move) still
+// takes appends at once: what Open recovered is not charged to them. They
+// stall only once they themselves run a bound ahead.
+func TestOpenWithLargeRedispatchTakesAppends(t *testing.T) {
+	fs := vfs.NewCrashFS(8)
+	o := tailOptions(fs, "/big", -1)
+	s := mustOpen(t, o)
+	for s.Positions().Committed < 2<<20 {
+		appendN(t, s, 100, "old")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.OpenReadWrite("/big/" + CheckpointFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 2*ckptSlot), 0) // both slots invalid
+	f.Close()
+	if _, err := Repair(o, false); err != nil {
+		t.Fatal(err)
+	}
+	l := &blockingListener{release: make(chan struct{})}
+	o.RecoveryTail = 64 << 10
+	o.StallTimeout = 100 * time.Millisecond
+	o.Listeners = []DispatchListener{l}
+	s = mustOpen(t, o)
+	defer s.Close()
+	defer close(l.release) // before Close, which waits for the dispatcher
+	if r := s.Recovery().Redispatch; r < 2<<20 {
+		t.Fatalf("re-dispatch %d bytes, want the whole 2 MiB log", r)
+	}
+	if _, err := s.Append(msg("T", 0, "new")); err != nil {
+		t.Fatalf("first append after opening with a large re-dispatch: %v", err)
+	}
+	var n int
+	for n = 0; n < 10000; n++ {
+		if _, err = s.Append(msg("T", 0, fmt.Sprintf("%0200d", n))); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "recovery tail") {
+		t.Fatalf("after %d appends with dispatch blocked: %v, want ErrBusy", n, err)
+	}
+	if grown := s.Positions().Committed - s.Recovery().End; grown < o.RecoveryTail || grown > o.RecoveryTail+1024 {
+		t.Fatalf("appends stalled %d bytes past the recovered end, want the bound %d", grown, o.RecoveryTail)
+	}
+}
+
+// failingSync is a listener whose Sync always fails.
+type failingSync struct{}
+
+func (failingSync) Dispatch([]DispatchRecord) error { return nil }
+func (failingSync) Sync() error                     { return errors.New("indexer cannot sync") }
+
+// TestFailingListenerSyncKeepsFlushedProgress: an indexer that cannot sync
+// stops the checkpoint's dispatched offset (its records are not durable in
+// it), not its flushed offset; appends stall on the dispatched bound, and
+// the error says why.
+func TestFailingListenerSyncKeepsFlushedProgress(t *testing.T) {
+	o := tailOptions(vfs.NewCrashFS(9), "/fs", 64<<10)
+	o.Listeners = []DispatchListener{failingSync{}}
+	o.StallTimeout = 100 * time.Millisecond
+	s := mustOpen(t, o)
+	defer s.Close()
+	var err error
+	for i := 0; i < 10000 && err == nil; i++ {
+		_, err = s.Append(msg("T", 0, fmt.Sprintf("%0200d", i)))
+	}
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "indexer cannot sync") {
+		t.Fatalf("appends with an indexer that cannot sync: %v, want ErrBusy naming the sync error", err)
+	}
+	if err := s.Checkpoint(); err == nil {
+		t.Fatal("Checkpoint succeeded with a failing listener")
+	}
+	f, _ := s.TailBehind()
+	if f >= o.RecoveryTail {
+		t.Fatalf("unflushed tail %d at the bound: the failing indexer stopped the flushed offset too", f)
+	}
+	if s.ckptFlushed.Load() < 32<<10 {
+		t.Fatalf("checkpoint flushed offset %d did not move", s.ckptFlushed.Load())
 	}
 }
