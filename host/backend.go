@@ -231,7 +231,9 @@ const maxDispatchWait = time.Second
 // PullNotYetVisible. A master that has just caught up from its replica
 // has its whole log back but its consume queues still being rebuilt: a
 // consumer at offset 500 there must wait, not be moved to the 256 entries
-// dispatched so far.
+// dispatched so far. Nor is it given while the log holds records not yet
+// visible (the confirm offset below the committed one): the consumer's
+// offset may be among them.
 func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
 	res, err := b.getMessages(topic, queueID, offset, maxCount, maxBytes, filter)
 	if err != nil {
@@ -251,6 +253,14 @@ func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, o
 		}
 		if res, err = b.getMessages(topic, queueID, offset, maxCount, maxBytes, filter); err != nil {
 			return res, b.readFailed(topic, queueID, offset, maxCount, err)
+		}
+		if p := st.Positions(); res.BeyondEnd(offset) && p.Confirm < p.Committed {
+			// The log holds records consumers may not see yet (a profile
+			// visible after replication whose replica has not acknowledged
+			// them, say after a restart or a catch-up, when the replicated
+			// offset starts again from what replicas report): the consumer's
+			// offset may lie among them, so it waits rather than move.
+			res.Status, res.NextOffset, res.Data, res.Count = remoting.PullNotYetVisible, offset, nil, 0
 		}
 	}
 	b.n.metrics.pullMsgs.Add(res.Count)

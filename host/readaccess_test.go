@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,4 +302,46 @@ func counter(t *testing.T, n *Node, name string) float64 {
 	}
 	t.Fatalf("no series %s in:\n%s", name, buf.String())
 	return 0
+}
+
+// settableConfirm is a ConfirmSource a test moves by hand (a replicated
+// offset that restarted lower than what consumers have seen).
+type settableConfirm struct{ off atomic.Int64 }
+
+func (c *settableConfirm) ConfirmOffset() int64 { return c.off.Load() }
+
+// TestGetMessagesBeyondVisibleEndWaits: with records in the log that are
+// not yet visible (the confirm offset below the committed one, as on a
+// visible-after-replication master whose replica has not acknowledged
+// since a restart), a pull past the visible end is answered "not yet",
+// never moved back to the visible maximum.
+func TestGetMessagesBeyondVisibleEndWaits(t *testing.T) {
+	conf := &settableConfirm{}
+	log := slog.New(slog.DiscardHandler)
+	s, err := core.Open(core.Options{Dir: t.TempDir(), Logger: log, SegmentSize: 1 << 20, CQEntriesPerFile: 1024,
+		MaxMessageSize: 64 << 10, Confirm: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	n := &Node{log: log, store: s, host: storehost.New(s, log)}
+	n.metrics = newMetrics(n)
+	b := backend{n}
+	res := appendN(t, n, "VQ", 5)
+	conf.off.Store(res[1].End()) // two of five visible
+	s.NotifyConfirm()
+	waitDispatched(t, n, res[1].End())
+	got, err := b.GetMessages(context.Background(), "VQ", 0, 4, 32, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != remoting.PullNotYetVisible || got.NextOffset != 4 {
+		t.Fatalf("pull at 4 with 2 of 5 visible: %v next %d, want NOT_YET_VISIBLE at 4", got.Status, got.NextOffset)
+	}
+	conf.off.Store(res[4].End())
+	s.NotifyConfirm()
+	waitDispatched(t, n, res[4].End())
+	if got, _ = b.GetMessages(context.Background(), "VQ", 0, 4, 32, 1<<20, nil); got.Status != remoting.PullFound {
+		t.Fatalf("pull at 4 once all 5 are visible: %v", got.Status)
+	}
 }
