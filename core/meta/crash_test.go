@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -251,5 +253,70 @@ func TestTopicCreationIsDurable(t *testing.T) {
 	}
 	if _, ok := r.Topics.Get("doomed"); ok {
 		t.Fatal("a deleted topic came back after a crash")
+	}
+}
+
+// gatedRenameFS holds every Rename (the step that makes a metadata file
+// durable under its name) until released, or fails it while failing is set.
+type gatedRenameFS struct {
+	*vfs.CrashFS
+	entered chan struct{}
+	release chan struct{}
+	failing atomic.Bool
+}
+
+func (g *gatedRenameFS) Rename(from, to string) error {
+	if g.failing.Load() {
+		return errors.New("rename refused")
+	}
+	g.entered <- struct{}{}
+	<-g.release
+	return g.CrashFS.Rename(from, to)
+}
+
+// TestTopicNotServedBeforeDurable: while one goroutine's auto-create is
+// still persisting a topic, another goroutine's Get of it waits for the
+// file (so a second producer's first SEND is not acknowledged on a topic a
+// crash would lose); and a topic whose persist failed is not served until
+// a persist succeeds.
+func TestTopicNotServedBeforeDurable(t *testing.T) {
+	cfs := vfs.NewCrashFS(8)
+	if err := cfs.MkdirAll("/g/config", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedRenameFS{CrashFS: cfs, entered: make(chan struct{}), release: make(chan struct{})}
+	tp, err := OpenTopics(g, "/g/config/topics.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan error, 1)
+	go func() { _, _, err := tp.GetOrCreate("racy", 4); created <- err }()
+	<-g.entered // the creator is inside its persist
+	got := make(chan bool, 1)
+	go func() { _, ok := tp.Get("racy"); got <- ok }()
+	select {
+	case ok := <-got:
+		t.Fatalf("Get returned (found=%v) while the topic's creation was not yet on disk", ok)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.release <- struct{}{} // the creator's rename
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	if ok := <-got; !ok {
+		t.Fatal("Get did not find the topic once it was durable")
+	}
+
+	g.failing.Store(true)
+	if err := tp.Put(topic("unlucky", 2)); err == nil {
+		t.Fatal("Put succeeded with every rename refused")
+	}
+	if _, ok := tp.Get("unlucky"); ok {
+		t.Fatal("a topic whose persist failed was served")
+	}
+	g.failing.Store(false)
+	go func() { <-g.entered; g.release <- struct{}{} }()
+	if _, ok := tp.Get("unlucky"); !ok {
+		t.Fatal("the topic was not served once a persist succeeded")
 	}
 }

@@ -87,12 +87,16 @@ func (s TopicsSnapshot) validate() error {
 type Topics struct {
 	t      table
 	topics map[string]TopicConfig // guarded by t.mu
+	// pending names the topics created or changed in memory whose
+	// change is not yet on disk (guarded by t.mu): Get does not hand them
+	// out before they are.
+	pending map[string]bool
 }
 
 // OpenTopics loads the topic table from path (see Open for how a missing or
 // corrupt file is handled). Later Persist calls write to path.
 func OpenTopics(fsys vfs.FS, path string) (*Topics, error) {
-	tp := &Topics{t: table{fsys: fsys, path: path, version: newVersion()}, topics: map[string]TopicConfig{}}
+	tp := &Topics{t: table{fsys: fsys, path: path, version: newVersion()}, topics: map[string]TopicConfig{}, pending: map[string]bool{}}
 	var s TopicsSnapshot
 	found, err := load(fsys, path, &s)
 	if err != nil {
@@ -121,14 +125,38 @@ func (tp *Topics) Dirty() bool { return tp.t.dirty() }
 // last persisted; otherwise it does nothing. On error the table stays dirty
 // and a later Persist retries.
 func (tp *Topics) Persist() error {
-	return tp.t.persist(func() any { return TopicsSnapshot{DataVersion: tp.t.version, Topics: tp.topics} })
+	var durable []string
+	err := tp.t.persist(func() any {
+		for n := range tp.pending {
+			durable = append(durable, n)
+		}
+		return TopicsSnapshot{DataVersion: tp.t.version, Topics: tp.topics}
+	})
+	if err != nil || len(durable) == 0 {
+		return err
+	}
+	tp.t.mu.Lock()
+	for _, n := range durable {
+		delete(tp.pending, n)
+	}
+	tp.t.mu.Unlock()
+	return nil
 }
 
-// Get returns the topic called name.
+// Get returns the topic called name. A topic whose creation or change is
+// not yet on disk (another goroutine's Put or GetOrCreate is persisting
+// it, or its persist failed) is returned only once it is: Get persists the
+// table first, waiting for a persist in progress, and answers not found if
+// that fails. So whoever acts on a topic Get returned (a SEND_OK for its
+// first message) acts on a durable one.
 func (tp *Topics) Get(name string) (TopicConfig, bool) {
 	tp.t.mu.RLock()
-	defer tp.t.mu.RUnlock()
 	c, ok := tp.topics[name]
+	pending := ok && tp.pending[name]
+	tp.t.mu.RUnlock()
+	if pending && tp.Persist() != nil {
+		return TopicConfig{}, false
+	}
 	return c, ok
 }
 
@@ -148,10 +176,15 @@ func (tp *Topics) Put(c TopicConfig) error {
 	}
 	tp.t.mu.Lock()
 	if old, ok := tp.topics[c.TopicName]; ok && old == c {
+		pending := tp.pending[c.TopicName]
 		tp.t.mu.Unlock()
+		if pending {
+			return tp.persistChange(c.TopicName)
+		}
 		return nil
 	}
 	tp.topics[c.TopicName] = c
+	tp.pending[c.TopicName] = true
 	tp.t.changedLocked()
 	tp.t.mu.Unlock()
 	return tp.persistChange(c.TopicName)
@@ -184,10 +217,15 @@ func (tp *Topics) GetOrCreate(name string, defaultQueues int32) (c TopicConfig, 
 	}
 	tp.t.mu.Lock()
 	if old, ok := tp.topics[name]; ok { // lost a race with another creator
+		pending := tp.pending[name]
 		tp.t.mu.Unlock()
+		if pending {
+			return old, false, tp.persistChange(name) // durable before it is used
+		}
 		return old, false, nil
 	}
 	tp.topics[name] = c
+	tp.pending[name] = true
 	tp.t.changedLocked()
 	tp.t.mu.Unlock()
 	return c, true, tp.persistChange(name)
@@ -249,6 +287,7 @@ func (tp *Topics) applyValid(s TopicsSnapshot) bool {
 	if tp.topics == nil {
 		tp.topics = map[string]TopicConfig{}
 	}
+	clear(tp.pending) // the snapshot replaces every local change
 	tp.t.adoptLocked(s.DataVersion)
 	return true
 }
