@@ -12,13 +12,34 @@ import (
 const DefaultRequestBudget = 256 << 20
 
 // Budget bounds the memory that incoming requests hold across every
-// connection of the servers that share it: a frame's bytes are reserved
-// before the frame is read and allocated, and released once nothing in the
-// server refers to them any more (see ServerConfig.Budget for exactly
-// when). When a reservation does not fit, the connection's reader waits
-// for it without reading further: the client's writes stop at its TCP
-// window, which is the back-pressure. Waiters are served in arrival order,
-// so a large frame is not starved by a stream of small ones.
+// connection of the servers that share it. A frame's bytes are reserved as
+// they arrive, before the buffer that holds them grows (see readCommand),
+// and released once nothing in the server refers to them any more (see
+// ServerConfig.Budget for exactly when). When a reservation does not fit,
+// the connection's reader waits for it without reading further: the
+// client's writes stop at its TCP window, which is the back-pressure.
+// Waiters are served in arrival order, so a large frame is not starved by
+// a stream of small ones.
+//
+// Because a frame is reserved piece by piece, frames that are still being
+// read could between them fill the budget and wait for each other forever.
+// Two rules prevent that:
+//
+//   - Frames still being read hold together at most the stream share,
+//     Limit minus the largest frame any server using the budget accepts
+//     (its MaxFrame), not counting the lane holder below. A frame whose
+//     next piece would exceed the share waits for the lane instead.
+//   - One frame at a time holds the lane: its pieces bypass the share and
+//     go ahead of every waiter, and the room it needs (at most one
+//     MaxFrame) is always left by the share, so it can always be read to
+//     its end once finished requests release their bytes.
+//
+// A frame whose bytes have all arrived when its reading starts (small
+// frames, up to the connection's 64 KiB read buffer) is reserved in one
+// piece and never counts against the share. So a connection that
+// announces a frame and then sends slowly, or nothing, holds only what it
+// has sent, and frames stalled in the middle never stop small requests on
+// other connections unless what they have really sent fills the budget.
 //
 // A reservation larger than the whole limit can never be granted; Acquire
 // refuses it at once rather than waiting forever.
@@ -33,6 +54,14 @@ type Budget struct {
 	nwait   atomic.Int64 // waiters queued (fast path only when 0)
 	waits   atomic.Uint64
 	refused atomic.Uint64
+
+	// maxFrame is the largest MaxFrame of the servers using the budget;
+	// streaming is what the frames being read hold, the lane holder's
+	// excepted (at most limit-maxFrame); lane is the token of the one
+	// frame that may exceed that share.
+	maxFrame  atomic.Int64
+	streaming atomic.Int64
+	lane      chan struct{}
 
 	mu      sync.Mutex
 	waiters []*budgetWaiter
@@ -49,7 +78,7 @@ func NewBudget(limit int64) *Budget {
 	if limit <= 0 {
 		limit = DefaultRequestBudget
 	}
-	return &Budget{limit: limit}
+	return &Budget{limit: limit, lane: make(chan struct{}, 1)}
 }
 
 // BudgetStats is a snapshot of a Budget.
@@ -64,12 +93,15 @@ type BudgetStats struct {
 	Waits uint64
 	// Refused counts reservations larger than Limit, refused outright.
 	Refused uint64
+	// Streaming is the part of Buffered held by frames still being read,
+	// not counting the frame that holds the lane (see Budget).
+	Streaming int64
 }
 
 // Stats returns the budget's current figures.
 func (b *Budget) Stats() BudgetStats {
 	return BudgetStats{Limit: b.limit, Buffered: b.used.Load(), Peak: b.peak.Load(),
-		Waits: b.waits.Load(), Refused: b.refused.Load()}
+		Waits: b.waits.Load(), Refused: b.refused.Load(), Streaming: b.streaming.Load()}
 }
 
 // Limit is the budget in bytes.
@@ -102,11 +134,26 @@ func (b *Budget) TryAcquire(n int64) bool {
 	return b.nwait.Load() == 0 && b.tryAcquire(n)
 }
 
+// tryAcquireAt is TryAcquire, or with first tryAcquire: ahead of any
+// waiters.
+func (b *Budget) tryAcquireAt(n int64, first bool) bool {
+	if first {
+		return b.tryAcquire(n)
+	}
+	return b.TryAcquire(n)
+}
+
 // Acquire takes n bytes of the budget, waiting until they fit or ctx ends.
 // It returns an error wrapping ErrFrameTooLarge, at once, when n exceeds
 // the whole limit, and ctx's error (wrapped) when ctx ends first; in both
 // cases nothing was taken. n <= 0 takes nothing.
 func (b *Budget) Acquire(ctx context.Context, n int64) error {
+	return b.acquire(ctx, n, false)
+}
+
+// acquire is Acquire; first puts the reservation ahead of every waiter
+// (the lane holder's pieces) instead of behind them.
+func (b *Budget) acquire(ctx context.Context, n int64, first bool) error {
 	if n <= 0 {
 		return nil
 	}
@@ -114,7 +161,7 @@ func (b *Budget) Acquire(ctx context.Context, n int64) error {
 		b.refused.Add(1)
 		return b.errOverBudget(n)
 	}
-	if b.TryAcquire(n) {
+	if b.tryAcquireAt(n, first) {
 		return nil
 	}
 	b.mu.Lock()
@@ -122,13 +169,17 @@ func (b *Budget) Acquire(ctx context.Context, n int64) error {
 	// reading nwait: either this attempt sees the room a release makes, or
 	// that release sees a waiter and grants it.
 	b.nwait.Add(1)
-	if len(b.waiters) == 0 && b.tryAcquire(n) {
+	if (first || len(b.waiters) == 0) && b.tryAcquire(n) {
 		b.nwait.Add(-1)
 		b.mu.Unlock()
 		return nil
 	}
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
+	if first {
+		b.waiters = append([]*budgetWaiter{w}, b.waiters...)
+	} else {
+		b.waiters = append(b.waiters, w)
+	}
 	b.waits.Add(1)
 	b.mu.Unlock()
 	select {
@@ -186,3 +237,52 @@ func (b *Budget) grant() {
 		close(w.ready)
 	}
 }
+
+// noteMaxFrame records that a server using b accepts frames of up to n
+// bytes; the stream share is what the largest of them leaves.
+func (b *Budget) noteMaxFrame(n int64) {
+	for m := b.maxFrame.Load(); n > m && !b.maxFrame.CompareAndSwap(m, n); m = b.maxFrame.Load() {
+	}
+}
+
+// takeStream counts n more bytes against the stream share if they fit in
+// it; it reports whether they did. It reserves nothing of the budget
+// itself.
+func (b *Budget) takeStream(n int64) bool {
+	share := b.limit - b.maxFrame.Load()
+	for {
+		s := b.streaming.Load()
+		if s+n > share {
+			return false
+		}
+		if b.streaming.CompareAndSwap(s, s+n) {
+			return true
+		}
+	}
+}
+
+// releaseStream gives back n bytes of the stream share.
+func (b *Budget) releaseStream(n int64) {
+	if n > 0 && b.streaming.Add(-n) < 0 {
+		panic("remoting: request budget stream share released more than was taken")
+	}
+}
+
+// takeLane waits for the lane or ctx's end.
+func (b *Budget) takeLane(ctx context.Context) error {
+	select {
+	case b.lane <- struct{}{}:
+		return nil
+	default:
+	}
+	b.waits.Add(1)
+	select {
+	case b.lane <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the request budget's lane for large frames: %w", ctx.Err())
+	}
+}
+
+// releaseLane gives the lane back.
+func (b *Budget) releaseLane() { <-b.lane }

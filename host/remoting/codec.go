@@ -153,12 +153,30 @@ func ReadCommand(r *bufio.Reader, maxFrame int) (*Command, error) {
 	return readCommand(r, maxFrame, nil)
 }
 
-// readCommand is ReadCommand with a hook: reserve, when not nil, is called
-// with the frame's length (the first int32) once that length has passed
-// the maxFrame check and before anything more of the frame is read or
-// allocated; an error from it is returned as is, with nothing allocated.
-// The caller owns what reserve took, whatever readCommand returns after it.
-func readCommand(r *bufio.Reader, maxFrame int, reserve func(n int64) error) (*Command, error) {
+// frameReserver is readCommand's hook into a request memory budget.
+type frameReserver interface {
+	// begin is called with the frame's length (the first int32) once it
+	// has passed the maxFrame check, before anything more of the frame is
+	// read; an error from it is returned as is.
+	begin(total int64) error
+	// reserve is called before the frame's buffer grows by n bytes. The
+	// buffer grows only to hold bytes that have arrived (r holds them),
+	// rounded up by at most a quarter of what the buffer already holds
+	// so that a large frame is not copied too often, and never beyond the
+	// frame's length. partial is false when the bytes already arrived
+	// complete the frame, so that it is read to its end without waiting
+	// for the peer; true when the peer still has to send more. An error
+	// from it is returned as is, with the buffer not grown.
+	reserve(n int64, partial bool) error
+}
+
+// readCommand is ReadCommand with a budget hook; with res nil it is
+// ReadCommand. With res, the frame's buffer is allocated piece by piece as
+// its bytes arrive, each piece reserved through res before it is
+// allocated: what the frame holds follows what the peer has sent, not
+// what it announced. The caller owns what res reserved, whatever
+// readCommand returns.
+func readCommand(r *bufio.Reader, maxFrame int, res frameReserver) (*Command, error) {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
@@ -176,8 +194,8 @@ func readCommand(r *bufio.Reader, maxFrame int, reserve func(n int64) error) (*C
 	if total < 4 {
 		return nil, fmt.Errorf("frame length %d shorter than header-info word: %w", total, ErrMalformed)
 	}
-	if reserve != nil {
-		if err := reserve(total); err != nil {
+	if res != nil {
+		if err := res.begin(total); err != nil {
 			return nil, err
 		}
 	}
@@ -190,8 +208,15 @@ func readCommand(r *bufio.Reader, maxFrame int, reserve func(n int64) error) (*C
 	if hlen > total-4 {
 		return nil, fmt.Errorf("header length %d exceeds frame length %d: %w", hlen, total, ErrMalformed)
 	}
-	buf := make([]byte, total-4)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	var buf []byte
+	var err error
+	if res == nil {
+		buf = make([]byte, total-4)
+		_, err = io.ReadFull(r, buf)
+	} else {
+		buf, err = readGrowing(r, int(total-4), res)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading %d-byte frame: %w", total, noEOF(err))
 	}
 	cmd, err := DecodeHeader(st, buf[:hlen])
@@ -202,6 +227,37 @@ func readCommand(r *bufio.Reader, maxFrame int, reserve func(n int64) error) (*C
 		cmd.Body = buf[hlen:]
 	}
 	return cmd, nil
+}
+
+// readGrowing reads need bytes from r into a buffer that grows only when
+// it is full and more bytes have arrived, each growth reserved through
+// res first (see frameReserver.reserve).
+func readGrowing(r *bufio.Reader, need int, res frameReserver) ([]byte, error) {
+	var buf []byte
+	for len(buf) < need {
+		if len(buf) == cap(buf) {
+			if r.Buffered() == 0 {
+				// Wait for the peer holding nothing more.
+				if _, err := r.Peek(1); err != nil {
+					return nil, err
+				}
+			}
+			have := len(buf) + r.Buffered()
+			size := min(need, max(have, cap(buf)+cap(buf)/4))
+			if err := res.reserve(int64(size-cap(buf)), have < need); err != nil {
+				return nil, err
+			}
+			nb := make([]byte, len(buf), size)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil && len(buf) < need {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 func noEOF(err error) error {

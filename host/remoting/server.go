@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,15 +60,22 @@ type ServerConfig struct {
 	MaxInflight int
 	// Budget bounds the bytes of requests held in memory, across every
 	// connection of every server given the same Budget (share one per
-	// process for a global bound). A frame's length is reserved before
-	// its bytes are read or allocated, and released when the handler has
-	// returned and every Request.Go and Request.Async it started has
-	// finished (a response frame to Conn.Invoke: once handed over). A
-	// reader whose frame does not fit waits, reading nothing more from
-	// its socket (TCP back-pressure on that client; the answers it
-	// already holds are written first); a frame larger than the whole
-	// budget closes its connection at once, as an over-MaxFrame frame
-	// does. Default: a budget of its own of RequestBudget bytes.
+	// process for a global bound). A frame's bytes are reserved as they
+	// arrive, before the buffer that holds them grows: a frame wholly
+	// arrived in the connection's 64 KiB read buffer in one piece, a
+	// larger or slower one piece by piece, each piece at most a quarter
+	// more than what has arrived (see Budget for the rules that keep
+	// partly read frames from filling it). They are released when the
+	// handler has returned and every Request.Go and Request.Async it
+	// started has finished (for a handler that panicked: at once, see
+	// Request.Async), or when reading the frame fails (a response frame
+	// to Conn.Invoke: once handed over). A reader whose next piece does
+	// not fit waits, reading nothing more from its socket (TCP
+	// back-pressure on that client; the answers it already holds are
+	// written first); the wait does not count as idleness. A frame
+	// larger than the whole budget closes its connection at once, as an
+	// over-MaxFrame frame does. Default: a budget of its own of
+	// RequestBudget bytes.
 	Budget *Budget
 	// RequestBudget is the size of the server's own Budget when Budget is
 	// nil. Default DefaultRequestBudget.
@@ -144,6 +152,7 @@ type Server struct {
 // NewServer returns a server with no handlers.
 func NewServer(cfg ServerConfig) *Server {
 	c := cfg.withDefaults()
+	c.Budget.noteMaxFrame(int64(c.MaxFrame))
 	return &Server{
 		cfg:       c,
 		log:       c.Logger,
@@ -533,38 +542,18 @@ func (c *Conn) readLoop() {
 	}()
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	budget := s.cfg.Budget
-	var reserved int64 // the budget the frame being read holds
-	reserve := func(n int64) error {
-		if budget.TryAcquire(n) {
-			reserved = n
-			return nil
-		}
-		if n > budget.Limit() {
-			return budget.Acquire(c.ctx, n) // refused at once
-		}
-		// About to wait: the answers held for this batch go out first,
-		// and the writer stops holding its own for the batch's end.
-		if !c.flushInline() {
-			return ErrConnClosed
-		}
-		c.setReadBusy(false)
-		if err := budget.Acquire(c.ctx, n); err != nil {
-			return err
-		}
-		reserved = n
-		// Waiting for room is not the client's idleness.
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		return nil
-	}
+	fb := &frameBudget{c: c, b: budget}
 	for {
 		if !FrameBuffered(br) {
 			// The next read may block: that is where idleness counts.
 			_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		}
-		cmd, err := readCommand(br, s.cfg.MaxFrame, reserve)
+		cmd, err := readCommand(br, s.cfg.MaxFrame, fb)
+		fb.finish()
+		reserved := fb.reserved
+		fb.reserved = 0
 		if err != nil {
 			budget.Release(reserved)
-			reserved = 0
 			c.flushInline() // answers to the frames before a bad one
 			c.readFailed(err)
 			return
@@ -583,7 +572,6 @@ func (c *Conn) readLoop() {
 		} else {
 			s.dispatchHeld(c, cmd, reserved)
 		}
-		reserved = 0
 		// The end of a batch (a response can end one too) writes the
 		// answers the reader holds.
 		more := FrameBuffered(br)
@@ -591,6 +579,101 @@ func (c *Conn) readLoop() {
 			return
 		}
 		c.setReadBusy(more)
+	}
+}
+
+// frameBudget reserves, for a connection's reader, the budget of the frame
+// being read (readCommand's frameReserver), following the rules in Budget's
+// doc comment.
+type frameBudget struct {
+	c *Conn
+	b *Budget
+	// reserved is what the frame holds of the budget; streamed the part
+	// of it counted against the stream share; lane whether the frame
+	// holds the lane. finish ends the last two; reserved is the reader's
+	// to hand on or release.
+	reserved int64
+	streamed int64
+	lane     bool
+}
+
+func (f *frameBudget) begin(total int64) error {
+	if total > f.b.Limit() {
+		return f.b.Acquire(f.c.ctx, total) // refused at once
+	}
+	return nil
+}
+
+func (f *frameBudget) reserve(n int64, partial bool) error {
+	switch {
+	case !partial || f.lane:
+		// Bytes in hand that end the frame, which will be read at once,
+		// or the lane holder's next piece, which the share leaves room
+		// for: neither can hold up other frames for good.
+		if err := f.acquire(n, f.lane); err != nil {
+			return err
+		}
+	case f.b.takeStream(n):
+		if err := f.acquire(n, false); err != nil {
+			f.b.releaseStream(n)
+			return err
+		}
+		f.streamed += n
+	default:
+		// The share is full: wait for the lane. The frame's bytes so far
+		// stop counting against the share.
+		f.aboutToWait()
+		if err := f.b.takeLane(f.c.ctx); err != nil {
+			return err
+		}
+		f.lane = true
+		f.b.releaseStream(f.streamed)
+		f.streamed = 0
+		f.resetDeadline()
+		if err := f.acquire(n, true); err != nil {
+			return err
+		}
+	}
+	f.reserved += n
+	return nil
+}
+
+// acquire takes n bytes of the budget, first flushing the answers the
+// reader holds if it has to wait.
+func (f *frameBudget) acquire(n int64, first bool) error {
+	if f.b.tryAcquireAt(n, first) {
+		return nil
+	}
+	f.aboutToWait()
+	if err := f.b.acquire(f.c.ctx, n, first); err != nil {
+		return err
+	}
+	f.resetDeadline()
+	return nil
+}
+
+// aboutToWait: the answers held for this batch go out first, and the
+// writer stops holding its own for the batch's end.
+func (f *frameBudget) aboutToWait() {
+	if !f.c.flushInline() {
+		return // closed: the wait ends at once
+	}
+	f.c.setReadBusy(false)
+}
+
+// resetDeadline: waiting for room is not the client's idleness.
+func (f *frameBudget) resetDeadline() {
+	_ = f.c.nc.SetReadDeadline(time.Now().Add(f.c.srv.cfg.IdleTimeout))
+}
+
+// finish ends the frame's claim on the stream share and the lane, once it
+// is read (or reading it failed); what it reserved stays reserved.
+func (f *frameBudget) finish() {
+	f.b.releaseStream(f.streamed)
+	f.streamed = 0
+	if f.lane {
+		f.lane = false
+		f.b.releaseLane()
 	}
 }
 
@@ -646,12 +729,15 @@ func (s *Server) dispatchHeld(c *Conn, cmd *Command, budget int64) {
 	}
 }
 
+// call runs h. If h panics, the request is answered SYSTEM_ERROR and the
+// Async replies it left outstanding are abandoned (see Request.Async).
 func (s *Server) call(h Handler, req *Request) (resp *Command) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.panics.Add(1)
 			s.log.Error("remoting: handler panicked", "code", req.Cmd.Code, "conn", req.Conn.String(), "panic", r, "stack", string(debug.Stack()))
 			resp = NewResponse(req.Cmd, SystemError, fmt.Sprintf("internal error handling code %d", req.Cmd.Code))
+			req.abandonAsync()
 		}
 	}()
 	return h(req)
@@ -670,6 +756,35 @@ type Request struct {
 	// Go and Async until it finishes). The last unref releases budget.
 	budget int64
 	refs   atomic.Int32
+
+	// asyncs are the reply functions Async returned that were not called
+	// yet when the request's handler (or a Go function) panicked; see
+	// abandonAsync.
+	amu    sync.Mutex
+	asyncs []*asyncReply
+}
+
+// asyncReply is one Async's hold on its request: a MaxInflight slot and a
+// reference. done is set by whichever ends it first, the reply function or
+// abandonAsync; the other then does nothing.
+type asyncReply struct{ done atomic.Bool }
+
+// abandonAsync ends every outstanding Async reply of r: its slot and
+// reference are given back as its reply function would, and a later call
+// of that function does nothing. Called when a handler or a Go function
+// panicked: the request has been answered SYSTEM_ERROR, and whatever was
+// to call the reply may never do so.
+func (r *Request) abandonAsync() {
+	r.amu.Lock()
+	as := r.asyncs
+	r.asyncs = nil
+	r.amu.Unlock()
+	for _, a := range as {
+		if a.done.CompareAndSwap(false, true) {
+			<-r.Conn.sem
+			r.unref()
+		}
+	}
 }
 
 // ref notes one more user of the request's frame; unref drops one and
@@ -723,13 +838,19 @@ func (r *Request) prepare(resp *Command) {
 
 // Async lets a handler answer later without a goroutine of its own. It
 // takes one of the connection's MaxInflight slots, waiting for one like
-// Go does, and returns the function that answers (Reply semantics; nil
-// sends nothing) and frees the slot; ok is false, and nothing was taken,
+// Go does, and a reference on the request (its frame's budget stays
+// reserved), and returns the function that answers (Reply semantics; nil
+// sends nothing) and gives both back; ok is false, and nothing was taken,
 // when the connection closed meanwhile. The returned function must be
-// called exactly once, from any goroutine; it never blocks (when the
+// called once, from any goroutine; it never blocks (when the
 // connection's write queue is full, the answer is queued from a new
 // goroutine), so callers may call it from a flusher's or a replicator's
-// release path.
+// release path. Calls after the first do nothing.
+//
+// If the handler panics (or the Go function that called Async does), the
+// request is answered SYSTEM_ERROR and every reply function of it not
+// called by then is ended at once: its slot and the budget are given
+// back, and calling it later does nothing.
 func (r *Request) Async() (reply func(*Command), ok bool) {
 	c := r.Conn
 	select {
@@ -738,7 +859,22 @@ func (r *Request) Async() (reply func(*Command), ok bool) {
 		return nil, false
 	}
 	r.ref()
+	a := &asyncReply{}
+	r.amu.Lock()
+	r.asyncs = append(r.asyncs, a)
+	r.amu.Unlock()
 	return func(resp *Command) {
+		if !a.done.CompareAndSwap(false, true) {
+			return
+		}
+		r.amu.Lock()
+		for i, x := range r.asyncs {
+			if x == a {
+				r.asyncs = slices.Delete(r.asyncs, i, i+1)
+				break
+			}
+		}
+		r.amu.Unlock()
 		defer r.unref()
 		defer func() { <-c.sem }()
 		if !r.claim(resp) {
@@ -778,6 +914,7 @@ func (r *Request) Go(f func(ctx context.Context) *Command) {
 					c.srv.panics.Add(1)
 					c.srv.log.Error("remoting: async handler panicked", "code", r.Cmd.Code, "conn", c.String(), "panic", p, "stack", string(debug.Stack()))
 					resp = NewResponse(r.Cmd, SystemError, fmt.Sprintf("internal error handling code %d", r.Cmd.Code))
+					r.abandonAsync()
 				}
 			}()
 			resp = f(c.ctx)
