@@ -6,24 +6,32 @@ PROFILE   ?= configs/profiles/default.toml
 GOFLAGS_T ?= -count=1
 FUZZTIME  ?= 20s
 
-.PHONY: all build test test-short run bench-quick bench lint fuzz clean
+.PHONY: all build test tidy-check test-short run bench-quick bench lint fuzz clean
 
 all: build
 
-# keel itself and the external plugin binaries (profiles load them from bin/).
+# keel itself, the benchmark suite's binary (`keel bench` runs the keelbench
+# next to it) and the external plugin binaries (profiles load them from bin/).
 build:
 	$(GO) build -o $(BIN) ./cmd/keel
+	$(GO) build -o bin/keelbench ./bench/cmd/keelbench
 	$(GO) build -o bin/ ./plugins/flush-strategies/cmd/keel-flush ./plugins/index-hash/cmd/keel-index-hash ./plugins/replication-async/cmd/replication-async \
 		./plugins/replication-sync/cmd/replication-sync ./sdk/examples/replication-echo/cmd/...
 
 # Unit, property, crash and end-to-end tests. -race on all of keel's own
 # packages; the end-to-end tests run keel as a separate process and drive
 # it with the real rocketmq-client-go, whose own goroutines race with each
-# other at consumer shutdown, so that package runs without -race.
-test:
+# other at consumer shutdown, so that package runs without -race. go.mod
+# and go.sum must be tidy first (tidy-check).
+test: tidy-check
 	$(GO) vet ./...
 	$(GO) test $(GOFLAGS_T) -race -timeout 15m $$($(GO) list ./... | grep -v /test/e2e)
 	$(GO) test $(GOFLAGS_T) -timeout 15m ./test/e2e/...
+
+# Fails, showing the diff, when go.mod or go.sum is not what `go mod tidy`
+# would write.
+tidy-check:
+	$(GO) mod tidy -diff
 
 test-short:
 	$(GO) test $(GOFLAGS_T) -short ./...
