@@ -21,6 +21,7 @@ import (
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/storehost"
 )
 
 type adminServer struct {
@@ -383,12 +384,7 @@ func (n *Node) Promote(ctx context.Context) (int32, error) {
 		return 0, fmt.Errorf("promote: %w", err)
 	}
 	// Acks now follow the replicator's policy (a slave's was empty).
-	n.mu.Lock()
-	n.replPolicy = n.repl.AckPolicy()
-	if n.replPolicy.WaitReplicas > 0 && n.replPolicy.Timeout <= 0 {
-		n.replPolicy.Timeout = 3 * time.Second
-	}
-	n.mu.Unlock()
+	n.setReplicationPolicy(n.repl.AckPolicy())
 	n.slave.Store(false)
 	n.log.Warn("promoted to master", "epoch", ep)
 	return ep, nil
@@ -413,9 +409,24 @@ func (n *Node) currentRole() string {
 	return roleMaster
 }
 
-// replicationPolicy is the ack policy in force (it changes on Promote).
-func (n *Node) replicationPolicy() sdk.ReplicationPolicy {
+// replicationPolicy is the replication half of the ack policy in force
+// (it changes on Promote).
+func (n *Node) replicationPolicy() sdk.ReplicationPolicy { return n.ackPolicy().Replication }
+
+// ackPolicy is the acknowledgement rule in force, read once per send.
+func (n *Node) ackPolicy() storehost.AckPolicy {
+	if p := n.ack.Load(); p != nil {
+		return *p
+	}
+	return storehost.AckPolicy{}
+}
+
+// setReplicationPolicy makes sends follow the flush policy and r (default
+// timeouts filled in by storehost.NewAckPolicy, the rule's one home).
+func (n *Node) setReplicationPolicy(r sdk.ReplicationPolicy) {
+	p := storehost.NewAckPolicy(n.flushPolicy, r)
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.replPolicy
+	n.replPolicy = p.Replication
+	n.mu.Unlock()
+	n.ack.Store(&p)
 }

@@ -129,14 +129,8 @@ func (b backend) AwaitAck(ctx context.Context, end int64) remoting.AckStatus {
 
 // AckNow implements remoting.Backend.
 func (b backend) AckNow(end int64) (remoting.AckStatus, bool) {
-	fp, rp := b.n.flushPolicy, b.n.replicationPolicy()
-	st := remoting.AckOK
-	switch {
-	case rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas:
-		st = remoting.AckSlaveNotAvailable
-	case fp.WaitFlush && b.store().Positions().Flushed < end:
-		return 0, false
-	case rp.WaitReplicas > 0 && b.n.host.ConfirmOffset() < end:
+	st, ok := b.n.host.AckNow(b.n.ackPolicy(), end)
+	if !ok {
 		return 0, false
 	}
 	b.n.metrics.ackLatency.Update(0)
@@ -150,40 +144,10 @@ func (b backend) AckNow(end int64) (remoting.AckStatus, bool) {
 // on the flusher's or the replicator's goroutine, or a timer's.
 func (b backend) AckAsync(end int64, done func(remoting.AckStatus)) bool {
 	start := time.Now()
-	fp, rp := b.n.flushPolicy, b.n.replicationPolicy()
-	finish := func(st remoting.AckStatus) {
+	b.n.host.Ack(b.n.ackPolicy(), end, func(st remoting.AckStatus) {
 		b.n.metrics.ackLatency.UpdateDuration(start)
 		b.n.metrics.ackStatus(st).Inc()
 		done(st)
-	}
-	if rp.WaitReplicas > 0 && b.n.host.InSync() < rp.WaitReplicas {
-		finish(remoting.AckSlaveNotAvailable)
-		return true
-	}
-	replicated := func() {
-		if rp.WaitReplicas == 0 {
-			finish(remoting.AckOK)
-			return
-		}
-		left := rp.Timeout - time.Since(start)
-		b.n.host.OnReplicated(end, max(left, 0), func(ok bool) {
-			if ok {
-				finish(remoting.AckOK)
-			} else {
-				finish(remoting.AckFlushSlaveTimeout)
-			}
-		})
-	}
-	if !fp.WaitFlush {
-		replicated()
-		return true
-	}
-	b.store().OnFlushed(end, fp.Timeout, func(ok bool) {
-		if !ok {
-			finish(remoting.AckFlushDiskTimeout)
-			return
-		}
-		replicated()
 	})
 	return true
 }

@@ -56,6 +56,7 @@ type Node struct {
 
 	flushPolicy sdk.FlushPolicy
 	replPolicy  sdk.ReplicationPolicy
+	ack         atomic.Pointer[storehost.AckPolicy] // the rule sends follow; setAckPolicy
 
 	metrics *nodeMetrics
 	cache   *readCache // nil when store.read_cache is 0

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/storehost"
 )
 
 // Factory makes a fresh builtin plugin instance.
@@ -184,9 +185,6 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 				return fmt.Errorf("%s plugin %s is not a flush strategy", s.kind, lp.name)
 			}
 			n.flusher, n.flushPolicy = fs, fs.AckPolicy()
-			if n.flushPolicy.WaitFlush && n.flushPolicy.Timeout <= 0 {
-				n.flushPolicy.Timeout = 5 * time.Second
-			}
 		case sdk.KindIndex:
 			ix, ok := lp.p.(sdk.Indexer)
 			if !ok {
@@ -199,15 +197,17 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 				return fmt.Errorf("%s plugin %s is not a replicator", s.kind, lp.name)
 			}
 			n.repl, n.replPolicy = r, r.AckPolicy()
-			if n.replPolicy.WaitReplicas > 0 && n.replPolicy.Timeout <= 0 {
-				n.replPolicy.Timeout = 3 * time.Second
-			}
 			if n.role == roleSlave {
 				// A slave acks nothing itself.
 				n.replPolicy = sdk.ReplicationPolicy{}
 			}
 		}
 	}
+	// One acknowledgement rule from the two policies, defaults filled
+	// (before anything serves: no lock needed for the plain fields).
+	ack := storehost.NewAckPolicy(n.flushPolicy, n.replPolicy)
+	n.flushPolicy, n.replPolicy = ack.Flush, ack.Replication
+	n.ack.Store(&ack)
 	return nil
 }
 

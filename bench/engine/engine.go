@@ -346,38 +346,19 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	mEnd := mStart.Add(spec.Duration)
 	var stop atomic.Bool
 
-	// ack waits for what the policies promise, as the host's AckAsync
-	// does: store and replication callbacks with the policies' timeouts,
-	// answered on done (one per producer, reused), no timer or goroutine
-	// per message.
-	ack := func(end int64, done chan bool) string {
-		if fpol.WaitFlush {
-			to := fpol.Timeout
-			if to <= 0 {
-				to = 5 * time.Second
-			}
-			store.OnFlushed(end, to, func(ok bool) { done <- ok })
-			if !<-done {
-				if store.Positions().Flushed < end && ctx.Err() == nil {
-					return StatusFlushDiskTimeout
-				}
-				return StatusError
-			}
+	// ack waits for what the policies promise by the host's own rule
+	// (storehost.Host.Ack: in-sync check, flush wait, replication wait,
+	// the same timeouts), answered on done (one per producer, reused), no
+	// timer or goroutine per message. A flush wait that fails because the
+	// run is ending counts as an error, not a timeout.
+	apol := storehost.NewAckPolicy(fpol, rpol)
+	ack := func(end int64, done chan storehost.AckStatus) string {
+		sh.Ack(apol, end, func(st storehost.AckStatus) { done <- st })
+		st := <-done
+		if st == storehost.AckFlushDiskTimeout && (store.Positions().Flushed >= end || ctx.Err() != nil) {
+			return StatusError
 		}
-		if rpol.WaitReplicas > 0 {
-			if sh.InSync() < rpol.WaitReplicas {
-				return StatusSlaveNotAvailable
-			}
-			to := rpol.Timeout
-			if to <= 0 {
-				to = 3 * time.Second
-			}
-			sh.OnReplicated(end, to, func(ok bool) { done <- ok })
-			if !<-done {
-				return StatusFlushSlaveTimeout
-			}
-		}
-		return StatusOK
+		return st.String()
 	}
 
 	type pstats struct {
@@ -399,7 +380,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 				body[i] = byte(i*31 + p)
 			}
 			m := benchMessage(DefaultTopic, int32(p%spec.Queues), body)
-			done := make(chan bool, 1)
+			done := make(chan storehost.AckStatus, 1)
 			var seq uint64
 			for !stop.Load() && ctx.Err() == nil {
 				seq++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keelmq/keel/sdk/storehost"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,7 +94,7 @@ func LookupFlush(name, mode string) (FlushImpl, bool) {
 }
 
 func init() {
-	RegisterFlush("sync", "builtin", "emulated", func() (Runner, error) { return NewSyncFlush(5 * time.Second), nil })
+	RegisterFlush("sync", "builtin", "emulated", func() (Runner, error) { return NewSyncFlush(storehost.DefaultFlushTimeout), nil })
 	RegisterFlush("async", "builtin", "emulated", func() (Runner, error) { return NewAsyncFlush(500 * time.Millisecond), nil })
 	RegisterFlush("buffered", "builtin", "emulated", func() (Runner, error) {
 		return NewBufferedFlush(200*time.Millisecond, 500*time.Millisecond), nil

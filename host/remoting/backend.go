@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/sdk/storehost"
 )
 
 // Topic permission bits (RocketMQ PermName), used in TopicInfo.Perm and in
@@ -143,22 +144,18 @@ type Appended struct {
 }
 
 // AckStatus is the outcome of waiting for a profile's acknowledgement
-// policy. Every status means the message is stored; the non-OK ones say
-// which guarantee was not confirmed in time.
-type AckStatus int
+// policy: the host's storehost.AckStatus, the one rule's answer, named here
+// for the Backend contract (no second enum to map).
+type AckStatus = storehost.AckStatus
 
+// The statuses; the broker answers them with the response codes named in
+// storehost (FLUSH_DISK_TIMEOUT 10, SLAVE_NOT_AVAILABLE 11,
+// FLUSH_SLAVE_TIMEOUT 12).
 const (
-	// AckOK means every guarantee the profile requires holds.
-	AckOK AckStatus = iota
-	// AckFlushDiskTimeout means the local flush did not complete in time.
-	// It becomes FLUSH_DISK_TIMEOUT (10).
-	AckFlushDiskTimeout
-	// AckFlushSlaveTimeout means the required replicas did not confirm in
-	// time. It becomes FLUSH_SLAVE_TIMEOUT (12).
-	AckFlushSlaveTimeout
-	// AckSlaveNotAvailable means no replica was available to wait for. It
-	// becomes SLAVE_NOT_AVAILABLE (11).
-	AckSlaveNotAvailable
+	AckOK                = storehost.AckOK
+	AckFlushDiskTimeout  = storehost.AckFlushDiskTimeout
+	AckFlushSlaveTimeout = storehost.AckFlushSlaveTimeout
+	AckSlaveNotAvailable = storehost.AckSlaveNotAvailable
 )
 
 // PullStatus is the outcome of Backend.GetMessages, mirroring RocketMQ's

@@ -1,0 +1,135 @@
+package storehost
+
+import (
+	"time"
+
+	"github.com/keelmq/keel/sdk"
+)
+
+// AckStatus is how an acknowledgement wait ended. Every status means the
+// records are stored; the non-OK ones name the guarantee that was not
+// confirmed in time. String gives RocketMQ's send status name.
+type AckStatus int
+
+const (
+	// AckOK: every guarantee the policy requires holds (SEND_OK).
+	AckOK AckStatus = iota
+	// AckFlushDiskTimeout: the local flush did not complete within the
+	// flush policy's timeout (FLUSH_DISK_TIMEOUT, code 10).
+	AckFlushDiskTimeout
+	// AckFlushSlaveTimeout: the required replicas did not confirm within
+	// the replication policy's timeout (FLUSH_SLAVE_TIMEOUT, code 12).
+	AckFlushSlaveTimeout
+	// AckSlaveNotAvailable: fewer replicas were in sync than the policy
+	// waits for, so nothing was waited for (SLAVE_NOT_AVAILABLE, code 11).
+	AckSlaveNotAvailable
+)
+
+// String returns RocketMQ's name of the send status.
+func (s AckStatus) String() string {
+	switch s {
+	case AckOK:
+		return "SEND_OK"
+	case AckFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case AckFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case AckSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	}
+	return "AckStatus(?)"
+}
+
+// The timeouts an acknowledgement waits when a plugin's policy leaves them
+// at 0: RocketMQ's syncFlushTimeout and slave timeout. This is their one
+// home; plugins that choose their own report them in their policies.
+const (
+	DefaultFlushTimeout       = 5 * time.Second
+	DefaultReplicationTimeout = 3 * time.Second
+)
+
+// AckPolicy is a profile's acknowledgement rule: what the flush strategy
+// and the replicator each require before a producer's ack. Build it with
+// NewAckPolicy, once per change of either policy.
+type AckPolicy struct {
+	Flush       sdk.FlushPolicy
+	Replication sdk.ReplicationPolicy
+}
+
+// NewAckPolicy combines the two plugin policies, filling a zero timeout of
+// a policy that waits with its default.
+func NewAckPolicy(f sdk.FlushPolicy, r sdk.ReplicationPolicy) AckPolicy {
+	if f.WaitFlush && f.Timeout <= 0 {
+		f.Timeout = DefaultFlushTimeout
+	}
+	if r.WaitReplicas > 0 && r.Timeout <= 0 {
+		r.Timeout = DefaultReplicationTimeout
+	}
+	return AckPolicy{Flush: f, Replication: r}
+}
+
+// AckNow answers at once when the acknowledgement of the records ending at
+// end (exclusive) needs no wait: the policy waits for nothing, what it
+// waits for has happened, or too few replicas are in sync (the same
+// checks, in the same order, as Ack). ok is false when Ack would wait.
+func (h *Host) AckNow(p AckPolicy, end int64) (st AckStatus, ok bool) {
+	switch {
+	case p.Replication.WaitReplicas > 0 && h.InSync() < p.Replication.WaitReplicas:
+		return AckSlaveNotAvailable, true
+	case p.Flush.WaitFlush && h.store.Positions().Flushed < end:
+		return 0, false
+	case p.Replication.WaitReplicas > 0 && h.ConfirmOffset() < end:
+		return 0, false
+	}
+	return AckOK, true
+}
+
+// Ack is the acknowledgement rule, the one the host's sends and the
+// benchmark's producers both go by. For the records ending at end
+// (exclusive), in this order:
+//
+//  1. if the replication policy waits for replicas and fewer than
+//     WaitReplicas are in sync: AckSlaveNotAvailable, at once;
+//  2. if the flush policy waits: the flushed offset must reach end within
+//     Flush.Timeout, else AckFlushDiskTimeout;
+//  3. if the replication policy waits: the replicated offset must reach
+//     end within Replication.Timeout counted from the call (so the flush
+//     wait uses part of it), else AckFlushSlaveTimeout;
+//  4. AckOK.
+//
+// done is called exactly once: at once on the caller's goroutine when
+// nothing needs waiting, otherwise on the flushing, replicating or timer
+// goroutine that settles the wait, so it must be quick and must not block.
+// No goroutine is parked per call.
+func (h *Host) Ack(p AckPolicy, end int64, done func(AckStatus)) {
+	start := time.Now()
+	rp := p.Replication
+	if rp.WaitReplicas > 0 && h.InSync() < rp.WaitReplicas {
+		done(AckSlaveNotAvailable)
+		return
+	}
+	replicated := func() {
+		if rp.WaitReplicas == 0 {
+			done(AckOK)
+			return
+		}
+		h.OnReplicated(end, max(rp.Timeout-time.Since(start), 0), func(ok bool) {
+			if ok {
+				done(AckOK)
+			} else {
+				done(AckFlushSlaveTimeout)
+			}
+		})
+	}
+	if !p.Flush.WaitFlush {
+		replicated()
+		return
+	}
+	h.store.OnFlushed(end, p.Flush.Timeout, func(ok bool) {
+		if !ok {
+			done(AckFlushDiskTimeout)
+			return
+		}
+		replicated()
+	})
+}
