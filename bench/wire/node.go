@@ -9,47 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/keelmq/keel/host"
 	"github.com/keelmq/keel/host/profile"
-	flushstrategies "github.com/keelmq/keel/plugins/flush-strategies"
-	indexhash "github.com/keelmq/keel/plugins/index-hash"
-	replicationasync "github.com/keelmq/keel/plugins/replication-async"
-	replicationsync "github.com/keelmq/keel/plugins/replication-sync"
-	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/internal/builtins"
 )
-
-var builtinsOnce sync.Once
-
-// registerBuiltins adds the builtin plugins to host's catalog under the
-// names cmd/keel uses, skipping every name already registered (the keel
-// binary registers them itself in its main package's init, which runs
-// before any benchmark). It is called at run time, never from an init
-// function: package initialisation would run it before cmd/keel's, which
-// would then panic on the duplicates.
-func registerBuiltins() {
-	builtinsOnce.Do(func() {
-		reg := func(kind sdk.Kind, name string, f host.Factory) {
-			if !slices.Contains(host.Builtins(kind), name) {
-				host.RegisterBuiltin(kind, name, f)
-			}
-		}
-		for _, name := range flushstrategies.Names() {
-			reg(sdk.KindFlush, name, func() sdk.Plugin {
-				f, err := flushstrategies.New(name)
-				if err != nil {
-					panic(err) // Names and New disagree: a programming error
-				}
-				return f
-			})
-		}
-		reg(sdk.KindIndex, "hash", func() sdk.Plugin { return indexhash.New() })
-		reg(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
-		reg(sdk.KindReplication, "sync", func() sdk.Plugin { return replicationsync.New() })
-	})
-}
 
 // FindProfile resolves a profile name to its file. A name containing a
 // path separator or ending in ".toml" is a path and is returned as is
@@ -108,7 +73,7 @@ func StartNode(ctx context.Context, s NodeSpec) (*host.Node, error) {
 	if s.Profile == "" || s.Dir == "" {
 		return nil, errors.New("wire: NodeSpec.Profile and Dir are required")
 	}
-	registerBuiltins()
+	builtins.Register() // the one catalog; a no-op for names keelbench registered
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wire: create node dir: %w", err)
 	}

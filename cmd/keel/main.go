@@ -1,4 +1,5 @@
-// Command keel is the keel storage engine's single binary.
+// Command keel is the keel broker binary (the benchmark suite is keelbench;
+// `keel bench` runs it from beside this binary).
 //
 //	keel serve --profile FILE [--data DIR] [--set key=value ...]
 //	keel profile check FILE [--set key=value ...]
