@@ -30,8 +30,9 @@ import (
 //
 // The bound therefore holds at every moment: the log holds at most
 // RecoveryTail, plus the batches of the appends in flight when it was
-// reached, above the durable checkpoint's flushed offset, and as much of
-// confirmed records above its dispatched offset. Records not yet confirmed (a sync
+// reached (and the BLANK padding of a segment one of them rolled away
+// from, less than its batch), above the durable checkpoint's flushed
+// offset, and as much of confirmed records above its dispatched offset. Records not yet confirmed (a sync
 // replication profile whose replica is away) are outside the dispatched
 // bound: the dispatcher may not pass them, so they wait for the replica,
 // not for the disk.
