@@ -207,6 +207,30 @@ var (
 	ErrBusy = errors.New("store busy")
 )
 
+// ErrSizeMismatch: the record a consume queue entry points at does not
+// have the entry's size (a stale entry, or a damaged TOTALSIZE). It is
+// also an ErrOffset.
+var ErrSizeMismatch = errors.New("record size disagrees with its consume queue entry")
+
+// errSizeMismatch is ErrSizeMismatch that is also ErrOffset.
+var errSizeMismatch = fmt.Errorf("%w: %w", ErrSizeMismatch, ErrOffset)
+
+// ReadError is a GetMessages read that failed at one consume queue entry:
+// which entry, and why (Err).
+type ReadError struct {
+	Topic       string
+	QueueID     int32
+	QueueOffset int64
+	PhysOffset  int64 // the commitlog offset the entry points at
+	Err         error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("read message %s/%d@%d at %d: %v", e.Topic, e.QueueID, e.QueueOffset, e.PhysOffset, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // CorruptError describes corruption found below the durable checkpoint.
 type CorruptError struct {
 	File   string // segment file path

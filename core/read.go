@@ -51,7 +51,7 @@ func (s *Store) readSized(off int64, size int32, dst []byte) ([]byte, error) {
 		return dst[:start], err
 	}
 	if int32(binary.BigEndian.Uint32(dst[start:])) != size {
-		return dst[:start], fmt.Errorf("record at %d is not %d bytes (queue entry stale): %w", off, size, ErrOffset)
+		return dst[:start], fmt.Errorf("record at %d is not %d bytes (queue entry stale): %w", off, size, errSizeMismatch)
 	}
 	return dst, nil
 }
@@ -231,7 +231,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxCount,
 				removing = true
 				continue
 			}
-			return res, fmt.Errorf("read message %s/%d@%d at %d: %w", topic, queueID, offset+int64(i), e.Offset, err)
+			return res, &ReadError{Topic: topic, QueueID: queueID, QueueOffset: offset + int64(i), PhysOffset: e.Offset, Err: err}
 		}
 		res.Data = d
 		res.Sizes = append(res.Sizes, e.Size)

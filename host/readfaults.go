@@ -3,8 +3,6 @@ package host
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"sync"
 
 	"github.com/keelmq/keel/core"
@@ -45,32 +43,12 @@ type readFaults struct {
 // zeroed bytes are not counted: a lookup at an offset that is not a
 // record's start sees those too.
 func damaged(err error) bool {
-	for _, e := range []error{record.ErrBadCRC, record.ErrLengthMismatch, record.ErrBadField} {
+	for _, e := range []error{record.ErrBadCRC, record.ErrLengthMismatch, record.ErrBadField, core.ErrSizeMismatch} {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
-	return sizeMismatchRE.MatchString(err.Error())
-}
-
-// sizeMismatchRE matches core's GetMessages error for a record whose
-// TOTALSIZE disagrees with its consume queue entry, and captures the
-// queue offset and the physical offset it names ("read message
-// T/q@QOFF at PHYS: record at PHYS is not N bytes ..."). core wraps it
-// in ErrOffset only, with no typed error carrying the offsets, so the
-// text is parsed; TestPullOnDamagedTotalSizeReportedOnce pins the format.
-var sizeMismatchRE = regexp.MustCompile(`@(\d+) at (\d+): record at \d+ is not \d+ bytes`)
-
-// locate returns the queue offset and physical offset a GetMessages
-// error names, or ok false.
-func locate(err error) (qoff, phys int64, ok bool) {
-	m := sizeMismatchRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0, 0, false
-	}
-	q, err1 := strconv.ParseInt(m[1], 10, 64)
-	p, err2 := strconv.ParseInt(m[2], 10, 64)
-	return q, p, err1 == nil && err2 == nil
+	return false
 }
 
 // report logs and counts f unless it was reported before. It returns
@@ -105,8 +83,8 @@ func (r *readFaults) report(n *Node, f readFault, err error) bool {
 // the record is damaged.
 func (b backend) readFailed(topic string, queueID int32, offset int64, maxCount int, err error) error {
 	f := readFault{topic: topic, queue: queueID, qoff: offset, phys: -1}
-	if q, p, ok := locate(err); ok {
-		f.qoff, f.phys = q, p
+	if re := (*core.ReadError)(nil); errors.As(err, &re) {
+		f.qoff, f.phys = re.QueueOffset, re.PhysOffset
 	}
 	if !damaged(err) {
 		// Not a damaged record (I/O error, store closed): logged once
