@@ -64,7 +64,6 @@ func (s *Store) dispatchOnce() (int64, error) {
 		return 0, fmt.Errorf("dispatch from %d: no segment holds it", from)
 	}
 	end := min(target, seg.start+s.opts.SegmentSize)
-	s.dispatchCheck.Keys = len(s.opts.Listeners) > 0 // indexers need the keys; queues do not
 	var batch []DispatchRecord
 	if len(s.opts.Listeners) > 0 {
 		// Reused across passes (listeners do not keep it): a pass may

@@ -13,10 +13,14 @@ func (s *Store) retentionLoop() {
 	s.checkDisk()
 	t := time.NewTicker(s.opts.Retention.CleanEvery)
 	defer t.Stop()
+	disk := time.NewTicker(diskCheckEvery) // Writable's reading, kept fresh
+	defer disk.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-disk.C:
+			s.checkDisk()
 		case <-t.C:
 			if _, err := s.Clean(false); err != nil {
 				s.log.Error("retention", "err", err)
@@ -31,9 +35,12 @@ func (s *Store) retentionLoop() {
 func (s *Store) checkDisk() float64 {
 	du, err := s.fs.DiskUsage(s.dir)
 	if err != nil {
-		s.log.Warn("disk usage unknown", "err", err)
+		if !s.diskUnknown.Swap(true) { // once, not every reading
+			s.log.Warn("disk usage unknown", "err", err)
+		}
 		return 0
 	}
+	s.diskUnknown.Store(false)
 	r := du.UsedRatio()
 	ro := s.opts.Retention
 	switch {

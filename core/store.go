@@ -133,8 +133,8 @@ type Store struct {
 
 	truncGen      atomic.Int64 // bumped by every Truncate (caches keyed by offset)
 	diskFull      atomic.Bool
-	lastDiskCheck atomic.Int64 // unix ms of the last disk usage check
-	diskCheckAt   atomic.Int64 // the committed offset at that check
+	diskCheckAt   atomic.Int64 // the committed offset at the last append-driven disk usage check
+	diskUnknown   atomic.Bool  // the last disk usage reading failed (warned once)
 	forcedDeletes atomic.Int64 // segments retention deleted before they expired
 	readOnly      atomic.Bool
 	closed        atomic.Bool
@@ -219,6 +219,7 @@ func Open(o Options) (*Store, error) {
 		tailCh:       make(chan struct{}, 1),
 	}
 	s.pre.s = s
+	s.dispatchCheck.Keys = len(opts.Listeners) > 0 // indexers need the keys; queues do not
 	if opts.WriteBuffer > 0 {
 		s.wb = &writeBuffer{ring: make([]byte, opts.WriteBuffer)}
 	}
@@ -301,24 +302,22 @@ func (s *Store) Writable() error {
 	return nil
 }
 
-// How stale the disk usage reading behind Writable may be: statfs is cheap
-// but not free on every append, and a reading only from the retention pass
-// (every 10 s) let appends run on above the warning ratio that long.
+// How stale the disk usage reading behind Writable may be: the retention
+// loop re-reads it every diskCheckEvery, and an append re-reads it after
+// diskCheckBytes of appends since the last reading (a reading only from the
+// 10 s retention pass let appends run on above the warning ratio that
+// long; statfs on every append would cost the append path).
 const (
 	diskCheckEvery = 250 * time.Millisecond
 	diskCheckBytes = 64 << 20
 )
 
-// recheckDisk re-reads disk usage when the last reading is older than
-// diskCheckEvery or diskCheckBytes of appends, full or not, so appends stop
-// soon after the disk fills and resume soon after space returns; it reports
-// whether the disk is full.
+// recheckDisk re-reads disk usage once diskCheckBytes have been committed
+// since the last reading (two atomic loads otherwise) and reports whether
+// the disk is full.
 func (s *Store) recheckDisk() bool {
-	now := time.Now().UnixMilli()
-	last := s.lastDiskCheck.Load()
-	due := now-last >= diskCheckEvery.Milliseconds() || s.committed.Load()-s.diskCheckAt.Load() >= diskCheckBytes
-	if due && s.lastDiskCheck.CompareAndSwap(last, now) {
-		s.diskCheckAt.Store(s.committed.Load())
+	c := s.committed.Load()
+	if at := s.diskCheckAt.Load(); c-at >= diskCheckBytes && s.diskCheckAt.CompareAndSwap(at, c) {
 		s.checkDisk()
 	}
 	return s.diskFull.Load()
@@ -805,13 +804,12 @@ func (s *Store) Checkpoint() error {
 	var derr error
 	if err := s.cqs.Flush(); err != nil {
 		derr = fmt.Errorf("checkpoint: flush consume queues: %w", err)
-	}
-	for _, l := range s.opts.Listeners {
-		if derr != nil {
-			break
-		}
-		if err := l.Sync(); err != nil {
-			derr = fmt.Errorf("checkpoint: sync dispatch listener: %w", err)
+	} else {
+		for _, l := range s.opts.Listeners {
+			if err := l.Sync(); err != nil {
+				derr = fmt.Errorf("checkpoint: sync dispatch listener: %w", err)
+				break
+			}
 		}
 	}
 	if derr != nil {

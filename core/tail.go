@@ -113,8 +113,7 @@ func (s *Store) tailFull() bool {
 	if c-s.ckptFlushed.Load() < b && c-dbase < b {
 		return false // the fast path
 	}
-	f, _ := s.TailBehind()
-	return f >= b || min(c, s.confirmOffset())-dbase >= b
+	return c-s.ckptFlushed.Load() >= b || min(c, s.confirmOffset())-dbase >= b
 }
 
 // awaitTailRoom is the write stall: it returns at once while the tail is
