@@ -25,6 +25,7 @@ import (
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -210,8 +211,7 @@ func (n *Node) bindListeners() error {
 		return err
 	}
 	n.listeners["broker"] = l
-	replicates := p.Replication.Path != "" || (p.Replication.Plugin != "" && p.Replication.Plugin != "none")
-	if replicates && n.role != roleSlave && p.Server.HAAddr != "" {
+	if profile.Chosen(p.Replication.Plugin, p.Replication.Path) && n.role != roleSlave && p.Server.HAAddr != "" {
 		// The replication plugin binds it when it starts; a probe now
 		// turns "address in use" into a line naming the key, before the
 		// store is touched.
@@ -249,21 +249,13 @@ func checkDataDir(dir string) error {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return fmt.Errorf("data dir %s (store.dir) is a file, not a directory", dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { // fails on a file too
 		return fmt.Errorf("data dir %s (store.dir) cannot be created: %w", dir, err)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("data dir %s (store.dir): %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("data dir %s (store.dir) is not a directory", dir)
 	}
 	if _, err := os.ReadDir(dir); err != nil {
 		return fmt.Errorf("data dir %s (store.dir) is not readable: %w", dir, err)
 	}
-	const wOK, xOK = 0x2, 0x1
-	if err := syscall.Access(dir, wOK|xOK); err != nil {
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("data dir %s (store.dir) is not writable: %w", dir, err)
 	}
 	return nil

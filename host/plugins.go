@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 )
@@ -141,7 +142,7 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 		{sdk.KindReplication, p.Replication.Plugin, p.Replication.Path, p.Replication.SHA256},
 	}
 	for _, s := range sections {
-		if s.path == "" && (s.name == "" || s.name == "none") {
+		if !profile.Chosen(s.name, s.path) {
 			if s.kind == sdk.KindFlush {
 				return fmt.Errorf("%s: flush.plugin: a flush strategy is required (builtins: %s)", p.File, strings.Join(Builtins(sdk.KindFlush), ", "))
 			}

@@ -161,6 +161,11 @@ type PluginSection struct {
 	Config map[string]any `toml:"config,omitempty" comment:"the plugin's own settings"`
 }
 
+// Chosen reports whether a plugin section naming plugin (a builtin) and
+// path (an external binary) selects a plugin: an external binary, or a
+// builtin other than "none".
+func Chosen(plugin, path string) bool { return path != "" || (plugin != "" && plugin != "none") }
+
 // ReplicationSection is the [replication] section: the replication plugin,
 // this broker's HA role, and the plugin's configuration.
 type ReplicationSection struct {
