@@ -179,9 +179,20 @@ type RecoveryPhase struct {
 	Took time.Duration
 }
 
-// Positions is a snapshot of the store's offsets.
+// Positions is a snapshot of the store's offsets (physical commitlog byte
+// offsets) and its epoch. It is the one positions type: the sdk names it
+// sdk.Positions for plugins. Each field is read atomically but the snapshot
+// as a whole is not, so a concurrent writer may move a later-read field
+// past an earlier one; what always holds is
+// Min <= Dispatched <= Confirm <= Committed <= Wrote and Flushed <= Committed.
 type Positions struct {
-	Min, Dispatched, Confirm, Flushed, Committed, Wrote int64
+	Min        int64 // oldest byte still stored
+	Dispatched int64 // consume queues and indexers have seen records below
+	Confirm    int64 // what consumers may see
+	Flushed    int64 // durable on this machine
+	Committed  int64 // readable and replicable
+	Wrote      int64 // written, perhaps still in a write buffer (>= Committed)
+	Epoch      int32 // the current epoch (0 before the first)
 }
 
 // AppendResult is where a record was stored.
@@ -277,7 +288,18 @@ func (s *Store) Positions() Positions {
 		Flushed:    s.flushed.Load(),
 		Committed:  s.committed.Load(),
 		Wrote:      s.wroteOffset(),
+		Epoch:      s.currentEpoch(),
 	}
+}
+
+func (s *Store) currentEpoch() int32 {
+	if s.epochs == nil {
+		return 0 // still opening
+	}
+	if e, ok := s.epochs.Last(); ok {
+		return e.Epoch
+	}
+	return 0
 }
 
 func (s *Store) wroteOffset() int64 {

@@ -30,6 +30,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/keelmq/keel/core"
 )
 
 // Version is the plugin protocol version. The host refuses plugins built
@@ -67,16 +69,12 @@ var (
 	ErrFenced = errors.New("writes fenced")
 )
 
-// Positions are the store's offsets (physical commitlog byte offsets):
-// Min <= Dispatched <= Confirm <= Committed and Flushed <= Committed.
-type Positions struct {
-	Min        int64 // oldest byte still stored
-	Dispatched int64 // consume queues and indexers have seen records below
-	Confirm    int64 // what consumers may see
-	Flushed    int64 // durable on this machine
-	Committed  int64 // readable and replicable
-	Epoch      int32 // the current epoch (0 before the first)
-}
+// Positions are the store's offsets (physical commitlog byte offsets) and
+// its current epoch: core's own snapshot type, documented there. A plugin
+// reads Min, Dispatched, Confirm, Flushed, Committed and Epoch; Wrote is
+// what the store has written but perhaps not yet committed, and is 0
+// across the process boundary.
+type Positions = core.Positions
 
 // Epoch is one entry of the log's epoch history: the epoch that began at
 // StartOffset. Replication compares histories to find where logs diverge.

@@ -62,12 +62,7 @@ func (h *Host) Store() *core.Store { return h.store }
 
 // Positions implements sdk.Host.
 func (h *Host) Positions(ctx context.Context) (sdk.Positions, error) {
-	p := h.store.Positions()
-	out := sdk.Positions{Min: p.Min, Dispatched: p.Dispatched, Confirm: p.Confirm, Flushed: p.Flushed, Committed: p.Committed}
-	if e, ok := h.store.Epochs().Last(); ok {
-		out.Epoch = e.Epoch
-	}
-	return out, nil
+	return h.store.Positions(), nil
 }
 
 // WaitCommitted implements sdk.Host.
