@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"time"
 
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -162,3 +163,112 @@ func (cf *checkpointFile) write(c Checkpoint) error {
 }
 
 func (cf *checkpointFile) close() error { return cf.f.Close() }
+
+func (s *Store) checkpointLoop() {
+	t := time.NewTicker(s.opts.CheckpointEvery)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.Checkpoint(); err != nil {
+				s.log.Error("checkpoint", "err", err)
+			}
+			n++
+			if n%5 == 0 {
+				if err := s.meta.PersistAll(); err != nil {
+					s.log.Error("persist metadata", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// Checkpoint flushes the consume queues and listeners and durably records
+// the flushed and dispatched offsets, bounding the work of the next
+// recovery.
+func (s *Store) Checkpoint() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	d := s.dispatched.Load()
+	dts := s.dispatchTs.Load()
+	var derr error
+	if err := s.cqs.Flush(); err != nil {
+		derr = fmt.Errorf("checkpoint: flush consume queues: %w", err)
+	} else {
+		for _, l := range s.opts.Listeners {
+			if err := l.Sync(); err != nil {
+				derr = fmt.Errorf("checkpoint: sync dispatch listener: %w", err)
+				break
+			}
+		}
+	}
+	if derr != nil {
+		// The queues or an indexer could not be made durable: the
+		// dispatched offset stays where the last checkpoint put it, but
+		// the flushed offset still moves, so a failing indexer stops
+		// neither the commitlog's progress nor, through the recovery
+		// tail, the appends.
+		d, dts = s.ckpt.last.Dispatched, s.ckpt.last.LogicsTs
+		msg := derr.Error()
+		s.ckptFail.Store(&msg)
+	} else if s.ckptFail.Load() != nil {
+		s.ckptFail.Store(nil)
+	}
+	c := Checkpoint{
+		Flushed:    s.flushed.Load(),
+		Dispatched: d,
+		Confirm:    s.confirmOffset(),
+		Min:        s.minOffset.Load(),
+		PhysTs:     s.flushedTs.Load(),
+		LogicsTs:   dts,
+	}
+	c.VerifyFrom = s.verifyFromLocked(c.Flushed, c.Min)
+	if c == (Checkpoint{Seq: c.Seq}) {
+		return derr
+	}
+	if err := s.ckpt.write(c); err != nil {
+		return errors.Join(derr, fmt.Errorf("checkpoint: %w", err))
+	}
+	s.recorded(c)
+	return derr
+}
+
+// recorded publishes a checkpoint just written (ckptMu held, or Open).
+func (s *Store) recorded(c Checkpoint) {
+	s.ckptFlushed.Store(c.Flushed)
+	s.ckptDispatched.Store(c.Dispatched)
+	s.ckptN.notify()
+}
+
+// verifyFromLocked records flushed in the history of checkpointed flush
+// offsets (all record boundaries) and returns the newest of them that is at
+// least VerifyWindow below flushed, or else the oldest one within
+// 4×VerifyWindow of flushed (flushed itself at worst). ckptMu is held.
+func (s *Store) verifyFromLocked(flushed, minOff int64) int64 {
+	h := s.flushHist
+	if n := len(h); n == 0 || h[n-1] != flushed {
+		h = append(h, flushed)
+	}
+	// Drop history that is older than needed, and anything the log no
+	// longer holds (retention) or that lies beyond it (truncation). An
+	// entry more than 4 windows below flushed is dropped too: when flushes
+	// are rare and large (async flush behind a big dirty backlog), the
+	// previous checkpoint can be gigabytes back, and recovery must not
+	// scan that far; the window is then empty until history builds up.
+	i := 0
+	for i < len(h) && (h[i] < minOff || h[i] > flushed || h[i] < flushed-4*s.opts.VerifyWindow) {
+		i++
+	}
+	h = h[i:]
+	for len(h) >= 2 && h[1] <= flushed-s.opts.VerifyWindow {
+		h = h[1:]
+	}
+	s.flushHist = append(s.flushHist[:0], h...)
+	if len(s.flushHist) == 0 {
+		return max(minOff, flushed)
+	}
+	return s.flushHist[0]
+}

@@ -29,33 +29,6 @@ func (s *Store) retentionLoop() {
 	}
 }
 
-// checkDisk updates the disk-full flag: set above the warning ratio,
-// cleared below the clean-forcibly ratio (RocketMQ's hysteresis). It
-// returns the used ratio.
-func (s *Store) checkDisk() float64 {
-	du, err := s.fs.DiskUsage(s.dir)
-	if err != nil {
-		if !s.diskUnknown.Swap(true) { // once, not every reading
-			s.log.Warn("disk usage unknown", "err", err)
-		}
-		return 0
-	}
-	s.diskUnknown.Store(false)
-	r := du.UsedRatio()
-	ro := s.opts.Retention
-	switch {
-	case r >= ro.WarningRatio:
-		if !s.diskFull.Swap(true) {
-			s.log.Error("disk full: refusing appends", "used", fmt.Sprintf("%.1f%%", r*100), "warning_ratio", ro.WarningRatio)
-		}
-	case r < ro.CleanForciblyRatio:
-		if s.diskFull.Swap(false) {
-			s.log.Info("disk space back: accepting appends", "used", fmt.Sprintf("%.1f%%", r*100))
-		}
-	}
-	return r
-}
-
 // Clean runs one retention pass and returns the number of segments
 // deleted. Segments are deleted oldest first, never the active one and
 // never with a hole: expired segments (last write older than

@@ -3,7 +3,9 @@ package core
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -223,4 +225,29 @@ func (s *segment) warm(from, to int64) bool {
 		return false
 	}
 	return true
+}
+
+// listSegments returns the segment start offsets in dir, sorted, removing
+// leftover temporary files.
+func listSegments(fsys vfs.FS, dir string) ([]int64, error) {
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list commitlog %s: %w", dir, err)
+	}
+	var starts []int64
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tmp") {
+			if err := fsys.Remove(filepath.Join(dir, n)); err != nil {
+				return nil, fmt.Errorf("remove leftover %s: %w", n, err)
+			}
+			continue
+		}
+		v, ok := parseSegmentName(n)
+		if !ok {
+			return nil, fmt.Errorf("commitlog %s: unexpected file %q (segments are named by 20-digit offsets)", dir, n)
+		}
+		starts = append(starts, v)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	return starts, nil
 }

@@ -115,3 +115,16 @@ func (s *Store) commitAllLocked() error {
 	_, err := s.commitWBLocked()
 	return err
 }
+
+// Commit moves write-buffered bytes (Options.WriteBuffer) into the segment
+// files, makes them visible to readers, dispatch and replication, and
+// returns the committed offset. Without a write buffer every append is
+// committed when it returns and Commit only reports the offset.
+func (s *Store) Commit() (int64, error) {
+	if s.wb == nil {
+		return s.committed.Load(), nil
+	}
+	s.wb.mu.Lock()
+	defer s.wb.mu.Unlock()
+	return s.commitWBLocked()
+}
