@@ -1,30 +1,3 @@
-// Package core is keel's fixed commitlog core: preallocated segment files of
-// RocketMQ v1 records, consume queues built by a dispatcher, metadata, the
-// epoch history, checkpoint-based crash recovery and retention. It has no
-// network and no plugins inside; flush strategies, replicators and indexers
-// drive it through the methods documented here (sdk/ wraps them for
-// plugins).
-//
-// # Positions
-//
-// Every store tracks, in physical commitlog offsets:
-//
-//	min <= dispatched <= confirm <= committed <= wrote
-//	flushed <= committed
-//
-// wrote is where the next append goes; committed is what readers,
-// replication and dispatch may see (in this implementation appends copy
-// straight into the mapped segment, so committed == wrote once an append
-// returns); flushed is durable on this machine; confirm is what the
-// durability policy allows consumers to see (committed, flushed, or what a
-// ConfirmSource such as a sync replicator says); dispatched is how far the
-// consume queues and listeners have been fed.
-//
-// # Concurrency
-//
-// All exported methods are safe for concurrent use. Appends serialise on
-// one lock, inside which only offsets are assigned and bytes copied:
-// encoding happens before it.
 package core
 
 import (

@@ -46,4 +46,19 @@
 // TruncatePhys and SetMinPhysOffset must be called while no Put is running
 // (dispatch paused); they take the queue's write lock, so concurrent readers
 // stay safe and simply wait for them.
+//
+// # Files
+//
+//	queue.go    the Queue type, OpenQueue and its accessors
+//	entry.go    the 20-byte entry and its encoding
+//	file.go     one mapped queue file: naming, creating, removing
+//	load.go     OpenQueue's recovery of the write position
+//	put.go      Put, the single writer's append
+//	read.go     At, Get, SearchTime
+//	offset.go   CheckOffset and OffsetStatus
+//	trim.go     TruncatePhys and SetMinPhysOffset
+//	flush.go    Flush and Close
+//	set.go      Set: every queue under one root
+//	options.go  Options and the limits on topics and queue ids
+//	errors.go   the package's errors
 package cq
