@@ -1,0 +1,172 @@
+package profile
+
+import (
+	"strconv"
+	"strings"
+)
+
+// StoreConfig is the [store] section: the commitlog core's settings. Defaults
+// follow RocketMQ's MessageStoreConfig (see
+// /work/shared/reference/rocketmq-store.md §1.3, §7.6, §8.1).
+type StoreConfig struct {
+	// Dir is the data directory. Default "data/<profile name>", relative to
+	// the working directory; `keel serve --data DIR` overrides it.
+	Dir string `toml:"dir" comment:"data directory (relative to the working directory)"`
+	// SegmentSize is the size of each commitlog segment file. Default 1GiB
+	// (RocketMQ mappedFileSizeCommitLog); 64KiB to 16GiB.
+	SegmentSize Size `toml:"segment_size" comment:"commitlog segment file size (RocketMQ mappedFileSizeCommitLog)"`
+	// MaxMessageSize is the largest message body accepted. Default 4MiB
+	// (RocketMQ maxMessageSize); must be smaller than SegmentSize.
+	MaxMessageSize Size `toml:"max_message_size" comment:"largest message body accepted (RocketMQ maxMessageSize)"`
+	// CQEntriesPerFile is the number of 20-byte entries per consume queue
+	// file. Default 300000 (RocketMQ); 1 to 50,000,000.
+	CQEntriesPerFile int `toml:"cq_entries_per_file" comment:"20-byte entries per consume queue file"`
+	// FileReservedTime is how long a full segment is kept after its last
+	// write. Default "72h" (RocketMQ fileReservedTime).
+	FileReservedTime Duration `toml:"file_reserved_time" comment:"keep a full segment this long after its last write (RocketMQ fileReservedTime)"`
+	// DeleteWhen lists the hours of day (00-23, ';'-separated) at which
+	// expired segments are deleted. Default "04" (RocketMQ deleteWhen).
+	DeleteWhen string `toml:"delete_when" comment:"hours of day (00-23, ';'-separated) when expired segments are deleted"`
+	// DiskMaxUsedRatio: above this disk usage, segments are deleted even
+	// before they expire. Default 0.75 (RocketMQ diskMaxUsedSpaceRatio).
+	DiskMaxUsedRatio Ratio `toml:"disk_max_used_ratio" comment:"disk usage above which old segments are deleted early"`
+	// DiskCleanForciblyRatio: above this usage, deletion ignores age and the
+	// deleteWhen hour. Default 0.85 (RocketMQ diskSpaceCleanForciblyRatio).
+	DiskCleanForciblyRatio Ratio `toml:"disk_clean_forcibly_ratio" comment:"disk usage above which deletion ignores age"`
+	// DiskWarningRatio: above this usage, appends are refused (disk full).
+	// Default 0.90 (RocketMQ diskSpaceWarningLevelRatio). The three ratios
+	// must satisfy max_used <= clean_forcibly <= warning, each in (0, 1].
+	DiskWarningRatio Ratio `toml:"disk_warning_ratio" comment:"disk usage above which appends are refused"`
+	// ReadCache is the size of the read cache; 0 (the default) turns it off.
+	ReadCache Size `toml:"read_cache" comment:"read cache size, 0 = off"`
+	// CheckCRCOnRecover makes crash recovery verify each record's body CRC.
+	// Default true (RocketMQ checkCRCOnRecover).
+	CheckCRCOnRecover bool `toml:"check_crc_on_recover" comment:"verify body CRCs during crash recovery"`
+	// RecoveryTail bounds what a crash recovery re-reads: how far the log
+	// may run ahead of the durable checkpoint (core.Options.RecoveryTail).
+	// The store flushes and checkpoints behind the writer at a quarter of
+	// it and stalls appends at the whole of it. Default 256MiB; 1MiB to
+	// 64GiB, or 0 to turn the bound off.
+	RecoveryTail Size `toml:"recovery_tail" comment:"crash recovery re-reads at most this much; appends stall beyond it (0 = unbounded)"`
+	// StallTimeout is how long an append waits in a write stall before it
+	// fails with SERVICE_NOT_AVAILABLE ("store busy"; nothing is written,
+	// the producer retries). Default "5s"; 1ms to 1h.
+	StallTimeout Duration `toml:"stall_timeout" comment:"an append stalled this long fails (SERVICE_NOT_AVAILABLE, store busy)"`
+	// AutoCreateTopics creates a topic on its first SEND. Default true.
+	AutoCreateTopics bool `toml:"auto_create_topics" comment:"create topics on first send"`
+	// DefaultQueues is the queue count of an auto-created topic. Default 4
+	// (RocketMQ defaultTopicQueueNums); 1 to 1024.
+	DefaultQueues int `toml:"default_queues" comment:"queues of an auto-created topic"`
+}
+
+// DeleteHours returns the hours of day listed in DeleteWhen. It is valid only
+// on a profile that Load accepted.
+func (s StoreConfig) DeleteHours() []int {
+	var out []int
+	for _, part := range strings.Split(s.DeleteWhen, ";") {
+		if h, err := strconv.Atoi(strings.TrimSpace(part)); err == nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// PluginSection is a [flush] or [index] section: which plugin, and its
+// configuration. Exactly one of Plugin and Path is set after loading.
+type PluginSection struct {
+	// Plugin names a builtin from the host's catalog ("sync", "async",
+	// "hash", "none", ...). Defaults: flush "async", index "hash". Setting
+	// path without plugin clears the default.
+	Plugin string `toml:"plugin,omitempty" comment:"builtin plugin name"`
+	// Path is an external go-plugin binary, absolute or relative to the
+	// profile's directory (see Profile.ResolvePath).
+	Path string `toml:"path,omitempty" comment:"external plugin binary (relative to the profile's directory)"`
+	// SHA256 optionally pins the binary at Path: 64 hex digits.
+	SHA256 string `toml:"sha256,omitempty" comment:"pin the external binary's SHA-256"`
+	// Config is the plugin's own [<section>.config] table, undecoded. Use
+	// Profile.DecodePluginConfig to decode it; nil when absent or empty.
+	Config map[string]any `toml:"config,omitempty" comment:"the plugin's own settings"`
+}
+
+// Chosen reports whether a plugin section naming plugin (a builtin) and
+// path (an external binary) selects a plugin: an external binary, or a
+// builtin other than "none".
+func Chosen(plugin, path string) bool { return path != "" || (plugin != "" && plugin != "none") }
+
+// ReplicationSection is the [replication] section: the replication plugin,
+// this broker's HA role, and the plugin's configuration.
+type ReplicationSection struct {
+	// Plugin names a builtin ("none", "async", "sync", ...). Default "none".
+	Plugin string `toml:"plugin,omitempty" comment:"builtin plugin name"`
+	// Path is an external go-plugin binary (see PluginSection.Path).
+	Path string `toml:"path,omitempty" comment:"external plugin binary (relative to the profile's directory)"`
+	// SHA256 optionally pins the binary at Path.
+	SHA256 string `toml:"sha256,omitempty" comment:"pin the external binary's SHA-256"`
+	// Role is "master" (default) or "slave".
+	Role string `toml:"role" comment:"master or slave"`
+	// MasterAddr is the master's HA address (host:port, non-zero port). A
+	// slave requires it; a master must not set it.
+	MasterAddr string `toml:"master_addr,omitempty" comment:"slave only: the master's HA address"`
+	// Secret is the shared secret HA peers authenticate with. Empty means
+	// unauthenticated (Load adds a warning when a replication plugin runs).
+	Secret string `toml:"secret,omitempty" comment:"shared secret for HA authentication"`
+	// Config is the plugin's own [replication.config] table, undecoded.
+	Config map[string]any `toml:"config,omitempty" comment:"the plugin's own settings"`
+}
+
+// ServerConfig is the [server] section: the RocketMQ remoting listeners and
+// the broker's identity. A listen address is host:port; port 0 picks a free
+// port; an empty host listens on all interfaces.
+type ServerConfig struct {
+	// NamesrvAddr is the name server address. Default "127.0.0.1:9876".
+	NamesrvAddr string `toml:"namesrv_addr" comment:"name server address"`
+	// BrokerAddr is the broker's listen address. Default "127.0.0.1:10911".
+	BrokerAddr string `toml:"broker_addr" comment:"broker listen address"`
+	// HAAddr is the HA (replication) listen address. Default
+	// "127.0.0.1:10912" (RocketMQ haListenPort).
+	HAAddr string `toml:"ha_addr" comment:"HA (replication) listen address"`
+	// BrokerName names the master/slave group. Default "broker-a".
+	BrokerName string `toml:"broker_name" comment:"broker group name"`
+	// Cluster is the cluster name. Default "DefaultCluster".
+	Cluster string `toml:"cluster" comment:"cluster name"`
+	// BrokerID is 0 for a master, >= 1 for a slave. Default: 0 for a master,
+	// 1 for a slave.
+	BrokerID int `toml:"broker_id" comment:"0 = master, >= 1 = slave"`
+	// MaxConnections caps concurrent client connections. Default 4096.
+	MaxConnections int `toml:"max_connections" comment:"maximum concurrent client connections"`
+	// MaxFrameSize caps one remoting frame. Default "16MiB"; must exceed
+	// store.max_message_size and fit the 32-bit frame length.
+	MaxFrameSize Size `toml:"max_frame_size" comment:"largest remoting frame accepted"`
+	// RequestBufferBudget bounds the bytes of client requests held in
+	// memory at once, across every connection of the name server and
+	// broker listeners: a connection whose next frame does not fit waits
+	// before reading it (TCP back-pressure). Default "256MiB", or
+	// max_frame_size when that is larger; at least max_frame_size, so that
+	// any accepted frame fits.
+	RequestBufferBudget Size `toml:"request_buffer_budget" comment:"memory for requests in flight, all connections together"`
+	// IdleTimeout closes a connection idle this long; "0s" never does.
+	// Default "120s" (RocketMQ channelExpiredTimeout and the Go client's
+	// read deadline).
+	IdleTimeout Duration `toml:"idle_timeout" comment:"close connections idle this long (0s = never)"`
+	// SlaveBrokerAddr, on a master, is its slave's broker address, listed in
+	// topic routes. Optional.
+	SlaveBrokerAddr string `toml:"slave_broker_addr,omitempty" comment:"master only: the slave's broker address, listed in routes"`
+}
+
+// AdminConfig is the [admin] section: the HTTP listener for /metrics,
+// /status and /debug/pprof.
+type AdminConfig struct {
+	// Addr is the admin listen address. Default "127.0.0.1:10914".
+	Addr string `toml:"addr" comment:"admin HTTP listen address (/metrics, /status, /debug/pprof)"`
+}
+
+// document is the TOML shape of a profile.
+type document struct {
+	Schema      int                `toml:"schema"`
+	Store       StoreConfig        `toml:"store"`
+	Flush       PluginSection      `toml:"flush"`
+	Replication ReplicationSection `toml:"replication"`
+	Index       PluginSection      `toml:"index"`
+	Server      ServerConfig       `toml:"server"`
+	Admin       AdminConfig        `toml:"admin"`
+}
