@@ -62,11 +62,6 @@ func (s *asyncStrategy) Status(ctx context.Context) ([]byte, error) {
 	return s.status(s.cfg, s.AckPolicy(), nil)
 }
 
-// WriteMetrics implements sdk.MetricsWriter.
-func (s *asyncStrategy) WriteMetrics(ctx context.Context) ([]byte, error) {
-	return s.metrics(nil), nil
-}
-
 // flushLoop is FlushRealTimeService: every interval, flush if at least
 // leastPages pages are dirty; once thorough has passed since the last
 // thorough round, flush anything dirty.
@@ -191,11 +186,6 @@ func (s *bufferedStrategy) commitLoop(ctx context.Context) {
 // Status implements sdk.StatusReporter.
 func (s *bufferedStrategy) Status(ctx context.Context) ([]byte, error) {
 	return s.status(s.cfg, s.AckPolicy(), nil)
-}
-
-// WriteMetrics implements sdk.MetricsWriter.
-func (s *bufferedStrategy) WriteMetrics(ctx context.Context) ([]byte, error) {
-	return s.metrics(nil), nil
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,14 +34,9 @@ type base struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	flushes      atomic.Uint64
-	commits      atomic.Uint64
-	errCount     atomic.Uint64
-	flushedBytes atomic.Int64
-	flushedAt    atomic.Int64 // last flushed offset this strategy saw
-	committedAt  atomic.Int64 // last committed offset Commit returned
-	latency      *histogram
-	batch        *histogram
+	flushedAt   *atomic.Int64 // last flushed offset this strategy saw (the metrics read it)
+	committedAt atomic.Int64  // last committed offset Commit returned
+	metrics
 
 	errMu      sync.Mutex
 	lastErr    string
@@ -51,7 +45,8 @@ type base struct {
 }
 
 func newBase(name string) base {
-	return base{name: name, latency: newHistogram(latencyBounds), batch: newHistogram(bytesBounds)}
+	flushedAt := new(atomic.Int64)
+	return base{name: name, flushedAt: flushedAt, metrics: newMetrics(name, flushedAt)}
 }
 
 // checkConfigurable fails when Configure comes after Start.
@@ -128,7 +123,7 @@ func (b *base) flush(ctx context.Context) (int64, error) {
 		return f, err
 	}
 	if b.advance(f) {
-		b.latency.observe(time.Since(t0).Seconds())
+		b.latency.UpdateDuration(t0)
 	}
 	return f, nil
 }
@@ -156,9 +151,9 @@ func (b *base) advance(f int64) bool {
 	if f <= prev || !b.flushedAt.CompareAndSwap(prev, f) {
 		return false
 	}
-	b.flushes.Add(1)
-	b.batch.observe(float64(f - prev))
-	b.flushedBytes.Add(f - prev)
+	b.flushes.Inc()
+	b.batch.Update(float64(f - prev))
+	b.flushedBytes.AddInt64(f - prev)
 	return true
 }
 
@@ -170,7 +165,7 @@ func (b *base) commit(ctx context.Context) (int64, error) {
 		return c, err
 	}
 	if c > b.committedAt.Load() {
-		b.commits.Add(1)
+		b.commits.Inc()
 		b.committedAt.Store(c)
 	}
 	return c, nil
@@ -183,7 +178,7 @@ func (b *base) fail(ctx context.Context, what string, err error) {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return
 	}
-	b.errCount.Add(1)
+	b.errors.Inc()
 	now := time.Now()
 	msg := err.Error()
 	b.errMu.Lock()
@@ -252,16 +247,17 @@ func (b *base) status(cfg any, p sdk.FlushPolicy, extra any) ([]byte, error) {
 	b.lifeMu.Lock()
 	running := b.started && !b.stopped
 	b.lifeMu.Unlock()
+	lat := b.latencyBuckets()
 	st := statusOf{
 		Strategy: b.name, Config: cfg, Running: running,
 		Policy:         policyJ{WaitFlush: p.WaitFlush, VisibleAfterFlush: p.VisibleAfterFlush, WriteBuffer: p.WriteBuffer},
-		Flushes:        b.flushes.Load(),
-		Commits:        b.commits.Load(),
-		FlushedBytes:   b.flushedBytes.Load(),
+		Flushes:        b.flushes.Get(),
+		Commits:        b.commits.Get(),
+		FlushedBytes:   int64(b.flushedBytes.Get()),
 		FlushedOffset:  b.flushedAt.Load(),
-		P50FlushMicros: b.latency.quantile(0.5) * 1e6,
-		P99FlushMicros: b.latency.quantile(0.99) * 1e6,
-		Errors:         b.errCount.Load(),
+		P50FlushMicros: lat.quantile(0.5) * 1e6,
+		P99FlushMicros: lat.quantile(0.99) * 1e6,
+		Errors:         b.errors.Get(),
 		Extra:          extra,
 	}
 	if p.Timeout > 0 {
@@ -274,25 +270,4 @@ func (b *base) status(cfg any, p sdk.FlushPolicy, extra any) ([]byte, error) {
 	}
 	b.errMu.Unlock()
 	return json.Marshal(st)
-}
-
-// metrics writes the shared metrics; extra adds strategy-specific lines.
-func (b *base) metrics(extra func(sb *strings.Builder, labels string)) []byte {
-	var sb strings.Builder
-	labels := fmt.Sprintf("strategy=%q", b.name)
-	counter := func(name, help string, v uint64) {
-		fmt.Fprintf(&sb, "# HELP %s %s\n# TYPE %s counter\n%s{%s} %d\n", name, help, name, name, labels, v)
-	}
-	counter("keel_flush_flushes_total", "Flushes (fdatasync rounds) that made new bytes durable.", b.flushes.Load())
-	counter("keel_flush_commits_total", "Commits that moved write-buffered bytes into the log files.", b.commits.Load())
-	counter("keel_flush_errors_total", "Failed Flush, Commit or WaitCommitted calls.", b.errCount.Load())
-	counter("keel_flush_flushed_bytes_total", "Bytes made durable by this strategy's flushes.", uint64(b.flushedBytes.Load()))
-	fmt.Fprintf(&sb, "# HELP keel_flush_flushed_offset Flushed offset last seen by the strategy.\n# TYPE keel_flush_flushed_offset gauge\nkeel_flush_flushed_offset{%s} %d\n",
-		labels, b.flushedAt.Load())
-	b.latency.write(&sb, "keel_flush_latency_seconds", "Duration of Host.Flush calls that made new bytes durable.", labels)
-	b.batch.write(&sb, "keel_flush_batch_bytes", "Bytes made durable per flush.", labels)
-	if extra != nil {
-		extra(&sb, labels)
-	}
-	return []byte(sb.String())
 }

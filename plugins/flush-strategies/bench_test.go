@@ -308,7 +308,7 @@ func runSyncLoad(tb testing.TB, dir, name string, g int, budget int64, d time.Du
 	return r
 }
 
-func (b *base) flushCount() uint64 { return b.flushes.Load() }
+func (b *base) flushCount() uint64 { return b.flushes.Get() }
 
 func report(b *testing.B, r loadResult, recSize int) {
 	b.ReportMetric(r.rate(), "recs/s")

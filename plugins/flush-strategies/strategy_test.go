@@ -16,6 +16,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/metricset"
 )
 
 var bg = context.Background()
@@ -441,16 +442,15 @@ func checkExposition(t *testing.T, text []byte) {
 // quantile.
 func TestHistogramProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		h := newHistogram(latencyBounds)
+		set := metricset.New()
+		h := set.Histogram(`x{a="b"}`, "help", latencyBounds)
 		vs := rapid.SliceOfN(rapid.Float64Range(0, 10), 1, 200).Draw(t, "v")
 		sum := 0.0
 		for _, v := range vs {
-			h.observe(v)
+			h.Update(v)
 			sum += v
 		}
-		var sb strings.Builder
-		h.write(&sb, "x", "help", `a="b"`)
-		out := sb.String()
+		out := string(set.Bytes())
 		if !strings.Contains(out, `x_count{a="b"} `+strconv.Itoa(len(vs))) ||
 			!strings.Contains(out, `x_bucket{a="b",le="+Inf"} `+strconv.Itoa(len(vs))) {
 			t.Fatalf("count missing:\n%s", out)
@@ -458,7 +458,7 @@ func TestHistogramProperties(t *testing.T) {
 		sorted := append([]float64(nil), vs...)
 		sortFloats(sorted)
 		for _, q := range []float64{0.5, 0.99} {
-			got := h.quantile(q)
+			got := parseBuckets([]byte(out), "x").quantile(q)
 			rank := int(q*float64(len(vs))+0.5) - 1
 			rank = max(0, min(rank, len(vs)-1))
 			trueQ := sorted[rank]

@@ -107,8 +107,3 @@ func (s *syncStrategy) run(ctx context.Context) {
 func (s *syncStrategy) Status(ctx context.Context) ([]byte, error) {
 	return s.status(s.cfg, s.AckPolicy(), nil)
 }
-
-// WriteMetrics implements sdk.MetricsWriter.
-func (s *syncStrategy) WriteMetrics(ctx context.Context) ([]byte, error) {
-	return s.metrics(nil), nil
-}
