@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/keelmq/keel/core/cq"
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 )
 
@@ -169,7 +170,7 @@ func (s *Store) cut(end int64, zero, syncZero bool) error {
 // caller has just validated this same name) and queue id.
 func dispatchable(info record.Info, topicOK bool) error {
 	if !topicOK {
-		if err := cq.ValidateTopic(info.Topic); err != nil {
+		if err := meta.ValidateTopicName(info.Topic); err != nil {
 			return fmt.Errorf("%w: %w", record.ErrCorrupt, err)
 		}
 	}

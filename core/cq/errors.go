@@ -24,7 +24,7 @@ var (
 	ErrOffsetOverflow = errors.New("cq: queue offset beyond maximum")
 	// ErrClosed means the queue or set was closed.
 	ErrClosed = errors.New("cq: closed")
-	// ErrInvalidTopic means a topic name cannot be used as a directory name.
+	// ErrInvalidTopic means a topic name breaks meta.ValidateTopicName.
 	ErrInvalidTopic = errors.New("cq: invalid topic name")
 	// ErrInvalidQueueID means a queue id is outside 0..MaxQueueID.
 	ErrInvalidQueueID = errors.New("cq: invalid queue id")

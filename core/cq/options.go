@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/vfs"
 )
 
@@ -14,9 +14,6 @@ import (
 // Options.EntriesPerFile is zero (RocketMQ's mappedFileSizeConsumeQueue:
 // 300000 entries, 6,000,000 bytes).
 const DefaultEntriesPerFile = 300000
-
-// MaxTopicLen is the longest topic name, in bytes, a queue accepts.
-const MaxTopicLen = 127
 
 // MaxQueueID is the largest queue id.
 const MaxQueueID = 65535
@@ -50,20 +47,13 @@ func (o Options) normalize() (Options, error) {
 	return o, nil
 }
 
-// ValidateTopic reports whether topic can name a queue directory: non-empty,
-// at most MaxTopicLen bytes, no '/', '\\' or NUL, not "." and no "..".
-// Characters such as '%' (as in %RETRY%group) are allowed. The error wraps
-// ErrInvalidTopic.
-func ValidateTopic(topic string) error {
-	switch {
-	case topic == "":
-		return fmt.Errorf("%w: empty", ErrInvalidTopic)
-	case len(topic) > MaxTopicLen:
-		return fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidTopic, len(topic), MaxTopicLen)
-	case strings.ContainsAny(topic, "/\\\x00"):
-		return fmt.Errorf("%w: %q contains a path separator or NUL", ErrInvalidTopic, topic)
-	case topic == "." || strings.Contains(topic, ".."):
-		return fmt.Errorf("%w: %q is or contains a relative path element", ErrInvalidTopic, topic)
+// validateTopic applies the one topic name rule, meta.ValidateTopicName
+// (RocketMQ's: 1..meta.MaxTopicNameLen bytes of [A-Za-z0-9_%|-], so every
+// valid name is also a safe directory name). The error wraps both
+// ErrInvalidTopic and meta.ErrInvalid.
+func validateTopic(topic string) error {
+	if err := meta.ValidateTopicName(topic); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
 	}
 	return nil
 }

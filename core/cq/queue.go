@@ -82,7 +82,7 @@ func OpenQueue(opts Options, dir, topic string, queueID int32) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateTopic(topic); err != nil {
+	if err := validateTopic(topic); err != nil {
 		return nil, err
 	}
 	if err := validateQueueID(queueID); err != nil {

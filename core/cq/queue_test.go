@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/vfs"
 )
 
@@ -113,9 +114,10 @@ func TestValidateTopic(t *testing.T) {
 		{"TopicA", true},
 		{"%RETRY%group-1", true},
 		{"%DLQ%g", true},
-		{"a.b_c-d", true},
-		{strings.Repeat("x", MaxTopicLen), true},
-		{strings.Repeat("x", MaxTopicLen+1), false},
+		{"a_c-d|e", true},
+		{"a.b", false}, // RocketMQ's rule has no '.'
+		{strings.Repeat("x", meta.MaxTopicNameLen), true},
+		{strings.Repeat("x", meta.MaxTopicNameLen+1), false},
 		{"", false},
 		{".", false},
 		{"..", false},
@@ -124,12 +126,12 @@ func TestValidateTopic(t *testing.T) {
 		{"a\\b", false},
 		{"a\x00b", false},
 	} {
-		err := ValidateTopic(tc.topic)
+		err := validateTopic(tc.topic)
 		if (err == nil) != tc.ok {
-			t.Errorf("ValidateTopic(%q) = %v, want ok=%v", tc.topic, err, tc.ok)
+			t.Errorf("validateTopic(%q) = %v, want ok=%v", tc.topic, err, tc.ok)
 		}
-		if err != nil && !errors.Is(err, ErrInvalidTopic) {
-			t.Errorf("ValidateTopic(%q) error %v does not wrap ErrInvalidTopic", tc.topic, err)
+		if err != nil && (!errors.Is(err, ErrInvalidTopic) || !errors.Is(err, meta.ErrInvalid)) {
+			t.Errorf("validateTopic(%q) error %v does not wrap ErrInvalidTopic and meta.ErrInvalid", tc.topic, err)
 		}
 		_, oerr := OpenQueue(testOpts(vfs.OS), t.TempDir(), tc.topic, 0)
 		if (oerr == nil) != tc.ok {

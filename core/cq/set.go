@@ -61,7 +61,7 @@ func OpenSet(opts Options, root string) (*Set, error) {
 			opts.Logger.Warn("cq: ignoring non-directory in consume queue root", "path", tdir)
 			continue
 		}
-		if err := ValidateTopic(topic); err != nil {
+		if err := validateTopic(topic); err != nil {
 			opts.Logger.Warn("cq: ignoring directory with invalid topic name", "path", tdir, "err", err)
 			continue
 		}
