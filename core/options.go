@@ -19,6 +19,16 @@ const (
 	DefaultCleanEvery       = 10 * time.Second
 	DefaultRecoveryTail     = 256 << 20
 	DefaultStallTimeout     = 5 * time.Second
+	// DefaultDeleteHour is the hour of day (RocketMQ deleteWhen "04") at
+	// which expired segments are deleted when RetentionOptions.DeleteWhen
+	// is empty.
+	DefaultDeleteHour = 4
+	// Disk usage ratios of RetentionOptions (RocketMQ
+	// diskMaxUsedSpaceRatio, diskSpaceCleanForciblyRatio,
+	// diskSpaceWarningLevelRatio).
+	DefaultDiskMaxUsedRatio   = 0.75
+	DefaultCleanForciblyRatio = 0.85
+	DefaultWarningRatio       = 0.90
 )
 
 // Options configures a Store. The zero value of every field but Dir means
@@ -284,16 +294,16 @@ func (o *Options) withDefaults() (Options, error) {
 		ro.FileReservedTime = DefaultRetention
 	}
 	if len(ro.DeleteWhen) == 0 {
-		ro.DeleteWhen = []int{4}
+		ro.DeleteWhen = []int{DefaultDeleteHour}
 	}
 	if ro.DiskMaxUsedRatio == 0 {
-		ro.DiskMaxUsedRatio = 0.75
+		ro.DiskMaxUsedRatio = DefaultDiskMaxUsedRatio
 	}
 	if ro.CleanForciblyRatio == 0 {
-		ro.CleanForciblyRatio = 0.85
+		ro.CleanForciblyRatio = DefaultCleanForciblyRatio
 	}
 	if ro.WarningRatio == 0 {
-		ro.WarningRatio = 0.90
+		ro.WarningRatio = DefaultWarningRatio
 	}
 	if ro.CleanEvery == 0 {
 		ro.CleanEvery = DefaultCleanEvery

@@ -1,26 +1,35 @@
 package profile
 
 import (
+	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/host/remoting"
 )
 
+// PluginNone is the builtin plugin name that selects no plugin; see Chosen.
+// It is the default of [replication] plugin.
+const PluginNone = "none"
+
 // defaults returns the document with every default, for a profile called name.
+//
+// A default some other package already owns (the store's in core, the
+// remoting listeners' in host/remoting) is taken from there, so that the
+// profile and a caller leaving the field zero get the same value.
 func defaults(name string) document {
 	return document{
 		Schema: SchemaVersion,
 		Store: StoreConfig{
 			Dir:                    filepath.Join("data", name),
-			SegmentSize:            1 << 30,
-			MaxMessageSize:         4 << 20,
-			CQEntriesPerFile:       300000,
-			FileReservedTime:       Duration(72 * time.Hour),
-			DeleteWhen:             "04",
-			DiskMaxUsedRatio:       0.75,
-			DiskCleanForciblyRatio: 0.85,
-			DiskWarningRatio:       0.90,
+			SegmentSize:            core.DefaultSegmentSize,
+			MaxMessageSize:         core.DefaultMaxMessageSize,
+			CQEntriesPerFile:       core.DefaultCQEntriesPerFile,
+			FileReservedTime:       Duration(core.DefaultRetention),
+			DeleteWhen:             fmt.Sprintf("%02d", core.DefaultDeleteHour),
+			DiskMaxUsedRatio:       core.DefaultDiskMaxUsedRatio,
+			DiskCleanForciblyRatio: core.DefaultCleanForciblyRatio,
+			DiskWarningRatio:       core.DefaultWarningRatio,
 			ReadCache:              0,
 			CheckCRCOnRecover:      true,
 			RecoveryTail:           core.DefaultRecoveryTail,
@@ -29,7 +38,7 @@ func defaults(name string) document {
 			DefaultQueues:          4,
 		},
 		Flush:       PluginSection{Plugin: "async"},
-		Replication: ReplicationSection{Plugin: "none", Role: RoleMaster},
+		Replication: ReplicationSection{Plugin: PluginNone, Role: RoleMaster},
 		Index:       PluginSection{Plugin: "hash"},
 		Server: ServerConfig{
 			NamesrvAddr:    "127.0.0.1:9876",
@@ -39,11 +48,11 @@ func defaults(name string) document {
 			Cluster:        "DefaultCluster",
 			BrokerID:       0,
 			MaxConnections: 4096,
-			MaxFrameSize:   16 << 20,
-			IdleTimeout:    Duration(120 * time.Second),
+			MaxFrameSize:   remoting.DefaultMaxFrame,
+			IdleTimeout:    Duration(remoting.DefaultIdleTimeout),
 			// 16 frames of the largest size; a fraction of a typical
 			// host's memory, and far above what a steady load holds.
-			RequestBufferBudget: 256 << 20,
+			RequestBufferBudget: remoting.DefaultRequestBudget,
 		},
 		Admin: AdminConfig{Addr: "127.0.0.1:10914"},
 	}

@@ -58,7 +58,9 @@ const (
 	SectionIndex       = "index"
 )
 
-// Replication roles.
+// Replication roles: the values of replication.role, which the host hands
+// every plugin as sdk.Config.Role. These constants are the host's one
+// spelling of them; the host's node compares its role against them.
 const (
 	RoleMaster = "master"
 	RoleSlave  = "slave"

@@ -90,8 +90,9 @@ type PluginSection struct {
 
 // Chosen reports whether a plugin section naming plugin (a builtin) and
 // path (an external binary) selects a plugin: an external binary, or a
-// builtin other than "none".
-func Chosen(plugin, path string) bool { return path != "" || (plugin != "" && plugin != "none") }
+// builtin other than PluginNone. It is the one rule for "this section runs
+// a plugin": the host asks it rather than comparing names itself.
+func Chosen(plugin, path string) bool { return path != "" || (plugin != "" && plugin != PluginNone) }
 
 // ReplicationSection is the [replication] section: the replication plugin,
 // this broker's HA role, and the plugin's configuration.

@@ -97,13 +97,13 @@ func (p *Profile) validate() ErrorList {
 		} else if msg := checkAddr(r.MasterAddr, false); msg != "" {
 			fail("replication.master_addr", "%s", msg)
 		}
-		if r.Plugin == "none" {
+		if r.Plugin == PluginNone {
 			fail("replication.role", `a slave needs a replication plugin to receive the master's log, but replication.plugin is "none"`)
 		}
 	default:
 		fail("replication.role", `invalid role %q (want "master" or "slave")`, r.Role)
 	}
-	if r.Plugin != "none" && r.Secret == "" {
+	if Chosen(r.Plugin, r.Path) && r.Secret == "" {
 		p.Warnings = append(p.Warnings, "replication.secret is empty: HA connections are not authenticated")
 	}
 
