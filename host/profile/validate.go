@@ -16,14 +16,28 @@ var (
 	hostnameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
 )
 
-// validate checks every value and relation between values.
+// validate checks every value and relation between values, section by
+// section, and returns the problems sorted by position in the file.
 func (p *Profile) validate() ErrorList {
 	var errs ErrorList
 	fail := func(key string, format string, args ...any) {
 		path, _ := config.ParseKey(key)
 		errs = append(errs, p.errorAt(path, fmt.Sprintf(format, args...)))
 	}
+	p.validateStore(fail)
+	p.validatePlugins(fail)
+	p.validateReplication(fail)
+	p.validateListeners(fail)
+	p.validateServer(fail)
+	errs.Sort()
+	return errs
+}
 
+// failFunc reports a problem with the value of a dotted profile key.
+type failFunc func(key string, format string, args ...any)
+
+// validateStore checks the [store] section.
+func (p *Profile) validateStore(fail failFunc) {
 	st := &p.Store
 	if st.Dir == "" {
 		fail("store.dir", "must not be empty")
@@ -54,6 +68,17 @@ func (p *Profile) validate() ErrorList {
 	if msg := checkDeleteWhen(st.DeleteWhen); msg != "" {
 		fail("store.delete_when", "%s", msg)
 	}
+	p.validateDiskRatios(fail)
+	if st.DefaultQueues < 1 || st.DefaultQueues > 1024 {
+		fail("store.default_queues", "%d is out of range (want 1 to 1024)", st.DefaultQueues)
+	}
+}
+
+// validateDiskRatios checks that each disk usage ratio is in (0, 1] and,
+// when they all are, that they are ordered max_used <= clean_forcibly <=
+// warning.
+func (p *Profile) validateDiskRatios(fail failFunc) {
+	st := &p.Store
 	ratios := []struct {
 		key string
 		v   Ratio
@@ -78,14 +103,20 @@ func (p *Profile) validate() ErrorList {
 			}
 		}
 	}
-	if st.DefaultQueues < 1 || st.DefaultQueues > 1024 {
-		fail("store.default_queues", "%d is out of range (want 1 to 1024)", st.DefaultQueues)
-	}
+}
 
+// validatePlugins checks each plugin section's choice of plugin.
+func (p *Profile) validatePlugins(fail failFunc) {
 	p.validatePlugin(SectionFlush, p.Flush.Plugin, p.Flush.Path, p.Flush.SHA256, fail)
 	p.validatePlugin(SectionIndex, p.Index.Plugin, p.Index.Path, p.Index.SHA256, fail)
 	r := &p.Replication
 	p.validatePlugin(SectionReplication, r.Plugin, r.Path, r.SHA256, fail)
+}
+
+// validateReplication checks the HA role and what it requires, and warns
+// about an unauthenticated HA link.
+func (p *Profile) validateReplication(fail failFunc) {
+	r := &p.Replication
 	switch r.Role {
 	case RoleMaster:
 		if r.MasterAddr != "" {
@@ -106,7 +137,11 @@ func (p *Profile) validate() ErrorList {
 	if Chosen(r.Plugin, r.Path) && r.Secret == "" {
 		p.Warnings = append(p.Warnings, "replication.secret is empty: HA connections are not authenticated")
 	}
+}
 
+// validateListeners checks every listen address, and that no two of them
+// collide.
+func (p *Profile) validateListeners(fail failFunc) {
 	sv := &p.Server
 	listeners := []struct{ key, addr string }{
 		{"server.namesrv_addr", sv.NamesrvAddr},
@@ -125,6 +160,12 @@ func (p *Profile) validate() ErrorList {
 			}
 		}
 	}
+}
+
+// validateServer checks the [server] section's identity and limits, and
+// their relations with the HA role and the store's message size.
+func (p *Profile) validateServer(fail failFunc) {
+	st, r, sv := &p.Store, &p.Replication, &p.Server
 	if sv.BrokerName == "" || strings.ContainsAny(sv.BrokerName, " \t\r\n") {
 		fail("server.broker_name", "%q must be non-empty, without spaces", sv.BrokerName)
 	}
@@ -164,12 +205,10 @@ func (p *Profile) validate() ErrorList {
 			fail("server.slave_broker_addr", "%s", msg)
 		}
 	}
-	errs.Sort()
-	return errs
 }
 
 // validatePlugin checks a plugin section's choice of plugin.
-func (p *Profile) validatePlugin(section, plugin, path, sum string, fail func(string, string, ...any)) {
+func (p *Profile) validatePlugin(section, plugin, path, sum string, fail failFunc) {
 	switch {
 	case plugin != "" && path != "":
 		fail(section+".path", "set either plugin (a builtin) or path (an external binary), not both (plugin is %q)", plugin)
