@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keelmq/keel/internal/pluginrpc"
 	"github.com/keelmq/keel/sdk"
 )
 
@@ -30,7 +31,7 @@ type supervisor struct {
 	lp   *loadedPlugin
 
 	mu      sync.RWMutex
-	client  *sdk.Client
+	client  *pluginrpc.Client
 	cur     sdk.Plugin
 	host    sdk.Host
 	started bool
@@ -69,7 +70,7 @@ func (n *Node) loadExternal(ctx context.Context, kind sdk.Kind, path, hash strin
 
 // checkPluginBinary checks, before anything is started, that the binary
 // of an external plugin exists, is an executable file and matches its
-// sha256 pin, and says which profile key to fix when not. (sdk.DialWith
+// sha256 pin, and says which profile key to fix when not. (pluginrpc.Dial
 // checks the pin again when it starts the process.)
 func checkPluginBinary(kind sdk.Kind, path, pin string) error {
 	fi, err := os.Stat(path)
@@ -106,7 +107,7 @@ func checkPluginBinary(kind sdk.Kind, path, pin string) error {
 
 // dial starts the process and takes the kind's remote.
 func (sv *supervisor) dial(ctx context.Context) error {
-	c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: sv.path, SHA256: sv.hash,
+	c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: sv.path, SHA256: sv.hash,
 		Logger: sv.n.log.With("plugin", sv.path, "kind", sv.kind)})
 	if err != nil {
 		return fmt.Errorf("load external %s plugin %s: %w", sv.kind, sv.path, err)

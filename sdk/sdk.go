@@ -28,15 +28,16 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/epoch"
+	"github.com/keelmq/keel/internal/pluginwire"
 )
 
 // Version is the plugin protocol version. The host refuses plugins built
 // against another major version at handshake.
-const Version = 1
+const Version = pluginwire.ProtocolVersion
 
 // Kind names a plugin kind.
 type Kind string
@@ -50,23 +51,23 @@ const (
 
 // Errors a plugin or the host may return; test with errors.Is. Across the
 // process boundary they keep their identity (the gRPC glue maps them to
-// status codes and back).
+// status codes and back; the values are defined with that mapping).
 var (
 	// ErrUnavailable: the plugin (or a peer it depends on) cannot serve
 	// the request now; retrying later may succeed.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = pluginwire.ErrUnavailable
 	// ErrTimeout: a wait ran out of time; the data it waited for is still
 	// stored.
-	ErrTimeout = errors.New("timed out")
+	ErrTimeout = pluginwire.ErrTimeout
 	// ErrInvalidConfig: Configure rejected the plugin's configuration.
-	ErrInvalidConfig = errors.New("invalid plugin configuration")
+	ErrInvalidConfig = pluginwire.ErrInvalidConfig
 	// ErrOffset: an offset outside the log or not on a record boundary.
-	ErrOffset = errors.New("offset out of range")
+	ErrOffset = pluginwire.ErrOffset
 	// ErrNotSupported: an optional operation this plugin does not do.
-	ErrNotSupported = errors.New("not supported")
+	ErrNotSupported = pluginwire.ErrNotSupported
 	// ErrFenced: the write was refused because this node must not accept
 	// writes at those offsets (a master behind its slave; see Promoter).
-	ErrFenced = errors.New("writes fenced")
+	ErrFenced = pluginwire.ErrFenced
 )
 
 // Positions are the store's offsets (physical commitlog byte offsets) and
@@ -76,12 +77,11 @@ var (
 // across the process boundary.
 type Positions = core.Positions
 
-// Epoch is one entry of the log's epoch history: the epoch that began at
-// StartOffset. Replication compares histories to find where logs diverge.
-type Epoch struct {
-	Epoch       int32
-	StartOffset int64
-}
+// Epoch is one entry of the log's epoch history: the epoch Epoch began at
+// offset StartOffset. Replication compares histories to find where logs
+// diverge. It is core's own entry type (package core/epoch, documented
+// there), so no copy is made between the store and a plugin.
+type Epoch = epoch.Entry
 
 // Config is a plugin's configuration: its section of the profile, which the
 // plugin decodes itself, strictly, with Decode.

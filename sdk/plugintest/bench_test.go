@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelmq/keel/internal/pluginrpc"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/internal/testplugin"
 	"github.com/keelmq/keel/sdk/plugintest"
@@ -24,7 +25,7 @@ func benchIndexer(b *testing.B, external bool) sdk.Indexer {
 		bin := plugintest.Build(b, testPluginPkg)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(slog.DiscardHandler), SocketDir: b.TempDir()})
+		c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(slog.DiscardHandler), SocketDir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}

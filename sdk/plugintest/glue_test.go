@@ -20,6 +20,7 @@ import (
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/internal/pluginrpc"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/internal/testplugin"
 	"github.com/keelmq/keel/sdk/plugintest"
@@ -27,7 +28,7 @@ import (
 )
 
 // These tests exercise the process-boundary glue itself (sdk.Serve,
-// sdk.Dial and the adapters) with the probe plugin of internal/testplugin.
+// pluginrpc.Dial and the adapters) with the probe plugin of internal/testplugin.
 
 // capture is a slog handler that keeps records.
 type capture struct {
@@ -114,7 +115,7 @@ func (c *countingHost) WaitCommitted(ctx context.Context, after int64) (int64, e
 
 // startProbe dials the probe binary and configures and starts its indexer
 // with host.
-func startProbe(t *testing.T, h sdk.Host, logger *slog.Logger) (*sdk.Client, *sdk.RemoteIndexer) {
+func startProbe(t *testing.T, h sdk.Host, logger *slog.Logger) (*pluginrpc.Client, *pluginrpc.RemoteIndexer) {
 	t.Helper()
 	bin := plugintest.Build(t, testPluginPkg)
 	if logger == nil {
@@ -122,7 +123,7 @@ func startProbe(t *testing.T, h sdk.Host, logger *slog.Logger) (*sdk.Client, *sd
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: bin, Args: []string{"probe"}, Logger: logger, SocketDir: t.TempDir()})
+	c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: logger, SocketDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,8 +423,8 @@ func TestDialChecks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	dial := func(path, pin string, args ...string) (*sdk.Client, error) {
-		c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: path, SHA256: pin, Args: args, Logger: quiet, SocketDir: t.TempDir()})
+	dial := func(path, pin string, args ...string) (*pluginrpc.Client, error) {
+		c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: path, SHA256: pin, Args: args, Logger: quiet, SocketDir: t.TempDir()})
 		if c != nil {
 			t.Cleanup(c.Kill)
 		}
@@ -451,7 +452,7 @@ func TestDialChecks(t *testing.T) {
 	short, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel2()
 	time.Sleep(time.Millisecond)
-	if _, err := sdk.DialWith(short, sdk.DialOptions{Path: bin, Args: []string{"mem-index"}, Logger: quiet}); err == nil {
+	if _, err := pluginrpc.Dial(short, pluginrpc.DialOptions{Path: bin, Args: []string{"mem-index"}, Logger: quiet}); err == nil {
 		t.Error("dial with an expired context succeeded")
 	}
 }

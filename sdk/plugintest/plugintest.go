@@ -47,6 +47,7 @@ import (
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
+	"github.com/keelmq/keel/internal/pluginrpc"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 )
@@ -326,7 +327,7 @@ func (l *lifecycle) stop() {
 // external plugin's process is killed without Stop); an in-process plugin
 // is stopped instead.
 func (l *lifecycle) crash() {
-	if rp, ok := l.p.(interface{ Client() *sdk.Client }); ok {
+	if rp, ok := l.p.(interface{ Client() *pluginrpc.Client }); ok {
 		l.stopped.Store(true)
 		rp.Client().Kill()
 		return
@@ -397,16 +398,16 @@ func Main(m *testing.M) int {
 // External starts the plugin binary with args and returns its client; the
 // process is killed when the test ends. Its logs reach t.Log at warn level
 // and above.
-func External(t *testing.T, binary string, args ...string) *sdk.Client {
+func External(t *testing.T, binary string, args ...string) *pluginrpc.Client {
 	t.Helper()
 	return dial(t, binary, slog.LevelWarn, args)
 }
 
-func dial(t *testing.T, binary string, level slog.Level, args []string) *sdk.Client {
+func dial(t *testing.T, binary string, level slog.Level, args []string) *pluginrpc.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: binary, Args: args, Logger: testLogger(t, level), SocketDir: t.TempDir()})
+	c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: binary, Args: args, Logger: testLogger(t, level), SocketDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("dial plugin %s: %v", binary, err)
 	}

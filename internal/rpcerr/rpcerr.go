@@ -4,8 +4,8 @@
 // matched with errors.Is; on the other side FromStatus rebuilds an *Error
 // with the same text that matches the same sentinels.
 //
-// The sentinel table is passed in (package sdk owns the sentinels and
-// imports this package, so this package cannot import sdk).
+// The sentinel table is passed in (package internal/pluginwire holds keel's,
+// with the sentinels package sdk exports).
 package rpcerr
 
 import (
@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/keelmq/keel/sdk/internal/pluginpb"
+	"github.com/keelmq/keel/internal/pluginpb"
 )
 
 // Sentinel is one error whose identity survives the boundary.

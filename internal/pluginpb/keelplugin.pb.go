@@ -1721,7 +1721,7 @@ const file_keelplugin_proto_rawDesc = "" +
 	"\x11ReportReplication\x12 .keel.plugin.v1.ReplicationState\x1a\x15.keel.plugin.v1.Empty\x126\n" +
 	"\x03Log\x12\x18.keel.plugin.v1.LogBatch\x1a\x15.keel.plugin.v1.Empty\x12<\n" +
 	"\n" +
-	"FlushAfter\x12\x16.keel.plugin.v1.Offset\x1a\x16.keel.plugin.v1.OffsetB.Z,github.com/keelmq/keel/sdk/internal/pluginpbb\x06proto3"
+	"FlushAfter\x12\x16.keel.plugin.v1.Offset\x1a\x16.keel.plugin.v1.OffsetB*Z(github.com/keelmq/keel/internal/pluginpbb\x06proto3"
 
 var (
 	file_keelplugin_proto_rawDescOnce sync.Once

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"pgregory.net/rapid"
 
-	"github.com/keelmq/keel/sdk/internal/pluginpb"
+	"github.com/keelmq/keel/internal/pluginpb"
 )
 
 var (

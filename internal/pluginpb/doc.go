@@ -6,7 +6,7 @@
 //	apt-get install -y protobuf-compiler
 //	go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 //	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
-//	go generate ./sdk/internal/pluginpb
+//	go generate ./internal/pluginpb
 package pluginpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative keelplugin.proto
