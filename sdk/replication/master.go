@@ -317,7 +317,7 @@ func (m *master) handle(nc net.Conn) {
 	id, err := ServerAuth(c, m.n.cfg.Secret, m.opts.NodeID)
 	if err != nil {
 		if errors.Is(err, ErrAuth) {
-			m.n.met.authFailures.Add(1)
+			m.n.met.authFailures.Inc()
 		}
 		m.log.Warn("HA peer refused", "remote", remote, "err", err)
 		return
@@ -441,7 +441,7 @@ func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
 			return fmt.Errorf("append pulled data at %d: %w", off, err)
 		}
 		off += int64(len(data))
-		m.n.met.bytesPulled.Add(int64(len(data)))
+		m.n.met.bytesPulled.Add(len(data))
 		m.observe(off)
 	}
 	// The replica's metadata follows its log: consumer and delay offsets
@@ -462,7 +462,6 @@ func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
 	if _, err := m.beginEpoch(m.ctx, false); err != nil {
 		return err
 	}
-	m.n.met.catchUps.Add(1)
 	m.clearFence(fenceCatchUp)
 	log.Warn("replication master caught up from a replica that was ahead of it", "from", d.From, "to", d.To)
 	m.closePeers(p.conn) // others planned against the old history: re-handshake
@@ -548,7 +547,7 @@ func (m *master) readAcks(ctx context.Context, p *peer) error {
 				if pos, perr := m.host.Positions(ctx); perr == nil {
 					committed = pos.Committed
 				}
-				m.n.met.rejected.Add(1)
+				m.n.met.rejected.Inc()
 				reason := fmt.Sprintf("ack %d (flushed %d) is beyond what this master sent (%d; committed %d) or went backwards from %d",
 					a.Received, a.Flushed, p.sent.Load(), committed, p.received.Load())
 				c.SendError(CodeLying, reason)
@@ -716,7 +715,7 @@ func (m *master) stream(ctx context.Context, p *peer, from int64) error {
 			return err
 		}
 		next += int64(len(data))
-		m.n.met.bytesSent.Add(int64(len(data)))
+		m.n.met.bytesSent.Add(len(data))
 		lastWrite = time.Now()
 	}
 	return nil

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
-	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/metricset"
 )
 
 // Roles.
@@ -68,18 +65,16 @@ type Node struct {
 	started bool
 	stopped bool
 
-	met metrics
-}
-
-// metrics are process-lifetime counters.
-type metrics struct {
-	bytesSent, bytesReceived, bytesPulled atomic.Int64
-	reconnects, authFailures, rejected    atomic.Int64
-	truncations, catchUps                 atomic.Int64
+	met     counters
+	metrics *metricset.Set
 }
 
 // NewNode returns an unconfigured Node.
-func NewNode() *Node { return &Node{} }
+func NewNode() *Node {
+	n := &Node{}
+	n.metrics = newMetrics(n)
+	return n
+}
 
 var (
 	_ sdk.Replicator     = (*Node)(nil)
@@ -362,84 +357,6 @@ func (n *Node) Status(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return json.Marshal(out)
-}
-
-// WriteMetrics implements sdk.MetricsWriter (Prometheus text format).
-func (n *Node) WriteMetrics(ctx context.Context) ([]byte, error) {
-	n.mu.Lock()
-	role, m, s := n.role, n.m, n.s
-	n.mu.Unlock()
-	var b strings.Builder
-	g := func(name, help, typ string, v any, labels ...string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-		if len(labels) > 0 {
-			fmt.Fprintf(&b, "%s{%s} %v\n", name, strings.Join(labels, ","), v)
-		} else {
-			fmt.Fprintf(&b, "%s %v\n", name, v)
-		}
-	}
-	isMaster := 0
-	if role == RoleMaster {
-		isMaster = 1
-	}
-	g("keel_replication_master", "1 if this node is the replication master", "gauge", isMaster)
-	g("keel_replication_bytes_sent_total", "log bytes streamed to replicas", "counter", n.met.bytesSent.Load())
-	g("keel_replication_bytes_received_total", "log bytes received from the master", "counter", n.met.bytesReceived.Load())
-	g("keel_replication_catchup_bytes_total", "log bytes a master pulled from a replica that was ahead of it", "counter", n.met.bytesPulled.Load())
-	g("keel_replication_reconnects_total", "slave reconnect attempts", "counter", n.met.reconnects.Load())
-	g("keel_replication_auth_failures_total", "HA peers refused by authentication", "counter", n.met.authFailures.Load())
-	g("keel_replication_rejected_acks_total", "replicas disconnected for acknowledging beyond the master's log", "counter", n.met.rejected.Load())
-	g("keel_replication_truncations_total", "divergent tails this slave cut at the consistent point", "counter", n.met.truncations.Load())
-	if m != nil {
-		st := m.snapshot()
-		fenced := 0
-		if st.Fenced {
-			fenced = 1
-		}
-		g("keel_replication_fenced", "1 while the master refuses writes (behind a replica)", "gauge", fenced)
-		g("keel_replication_in_sync", "replicas in the in-sync set", "gauge", st.InSync)
-		g("keel_replication_acked_offset", "offset acknowledged by the required replicas", "gauge", st.AckedOffset)
-		reps := slices.Clone(st.Replicas)
-		sort.Slice(reps, func(i, j int) bool { return reps[i].ID < reps[j].ID })
-		for _, kind := range []struct{ name, help string }{
-			{"keel_replication_replica_lag_bytes", "bytes the replica is behind the master's committed offset"},
-			{"keel_replication_replica_lag_seconds", "age of the oldest record the replica has not acknowledged"},
-			{"keel_replication_replica_ack_offset", "the replica's acknowledged offset"},
-			{"keel_replication_replica_in_sync", "1 if the replica is in the in-sync set"},
-		} {
-			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", kind.name, kind.help, kind.name)
-			for _, r := range reps {
-				var v any
-				switch kind.name {
-				case "keel_replication_replica_lag_bytes":
-					v = r.LagBytes
-				case "keel_replication_replica_lag_seconds":
-					v = r.LagSeconds
-				case "keel_replication_replica_ack_offset":
-					v = r.AckOffset
-				default:
-					v = 0
-					if r.InSync {
-						v = 1
-					}
-				}
-				fmt.Fprintf(&b, "%s{replica=%q,addr=%q} %v\n", kind.name, r.ID, r.Addr, v)
-			}
-		}
-	}
-	if s != nil {
-		st := s.status()
-		g("keel_replication_slave_connected", "1 while the slave streams from its master", "gauge", boolInt(st["connected"] == true))
-		g("keel_replication_slave_lag_bytes", "bytes this slave is behind its master (as of the last heartbeat)", "gauge", st["lag_bytes"])
-	}
-	return []byte(b.String()), nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // logf forwards to the host's log (so external plugins' lines reach it)

@@ -211,7 +211,7 @@ func TestWrongSecretRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop(context.Background())
-	eventually(t, 5*time.Second, "auth failures", func() bool { return m.repl.met.authFailures.Load() >= 2 })
+	eventually(t, 5*time.Second, "auth failures", func() bool { return m.repl.met.authFailures.Get() >= 2 })
 	if s.store.Positions().Committed != 0 || m.host.InSync() != 0 {
 		t.Fatal("an unauthenticated slave received data")
 	}
@@ -303,8 +303,8 @@ func TestLyingSlaveDisconnected(t *testing.T) {
 			break
 		}
 	}
-	if m.repl.met.rejected.Load() != 1 || m.host.Replication().AckedOffset > end {
-		t.Fatalf("rejected %d acked %d", m.repl.met.rejected.Load(), m.host.Replication().AckedOffset)
+	if m.repl.met.rejected.Get() != 1 || m.host.Replication().AckedOffset > end {
+		t.Fatalf("rejected %d acked %d", m.repl.met.rejected.Get(), m.host.Replication().AckedOffset)
 	}
 }
 
@@ -361,8 +361,8 @@ func TestDivergentTailTruncatedAfterPromotion(t *testing.T) {
 	waitCaughtUp(t, b, a)
 	sameLog(t, b.store, a.store)
 	sameQueues(t, b.store, a.store)
-	if a.repl.met.truncations.Load() != 1 {
-		t.Fatalf("truncations %d", a.repl.met.truncations.Load())
+	if a.repl.met.truncations.Get() != 1 {
+		t.Fatalf("truncations %d", a.repl.met.truncations.Get())
 	}
 	if !slices.Equal(a.store.Epochs().Entries(), b.store.Epochs().Entries()) {
 		t.Fatalf("epochs: old master %v, new master %v", a.store.Epochs().Entries(), b.store.Epochs().Entries())
@@ -474,7 +474,7 @@ func TestConflictFencesUntilForceWrites(t *testing.T) {
 		return f && strings.Contains(why, "ForceWrites")
 	})
 	// Nothing of the slave's is touched meanwhile.
-	if b.store.Positions().Committed <= mid || b.repl.met.truncations.Load() != 0 {
+	if b.store.Positions().Committed <= mid || b.repl.met.truncations.Get() != 0 {
 		t.Fatal("slave truncated while the master is fenced")
 	}
 	// The operator keeps the master's log.
@@ -486,8 +486,8 @@ func TestConflictFencesUntilForceWrites(t *testing.T) {
 	}
 	waitCaughtUp(t, a, b)
 	sameLog(t, a.store, b.store)
-	if b.repl.met.truncations.Load() != 1 {
-		t.Fatalf("slave truncations %d", b.repl.met.truncations.Load())
+	if b.repl.met.truncations.Get() != 1 {
+		t.Fatalf("slave truncations %d", b.repl.met.truncations.Get())
 	}
 }
 

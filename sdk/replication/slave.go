@@ -86,7 +86,7 @@ func (s *slave) run() {
 			backoff = s.opts.ReconnectBackoff
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
-		s.n.met.reconnects.Add(1)
+		s.n.met.reconnects.Inc()
 		select {
 		case <-s.ctx.Done():
 			return
@@ -117,7 +117,7 @@ func (s *slave) session() (streamed bool, err error) {
 	mid, err := ClientAuth(c, s.n.cfg.Secret, s.opts.NodeID)
 	if err != nil {
 		if errors.Is(err, ErrAuth) {
-			s.n.met.authFailures.Add(1)
+			s.n.met.authFailures.Inc()
 		}
 		return false, err
 	}
@@ -395,7 +395,7 @@ func (a *applier) applyPlan(p Plan) error {
 		if err := s.host.TruncateLog(s.ctx, p.From); err != nil {
 			return fmt.Errorf("truncate to the consistent point %d: %w", p.From, err)
 		}
-		s.n.met.truncations.Add(1)
+		s.n.met.truncations.Inc()
 	} else if p.From > pos.Committed && pos.Committed != pos.Min {
 		return fmt.Errorf("master plans to stream from %d but this log ends at %d", p.From, pos.Committed)
 	}
@@ -459,7 +459,7 @@ func (a *applier) applyData(payload []byte) error {
 	}
 	a.end += int64(len(data))
 	a.pending = true
-	s.n.met.bytesReceived.Add(int64(len(data)))
+	s.n.met.bytesReceived.Add(len(data))
 	s.mu.Lock()
 	s.end = a.end
 	s.masterCommitted = max(s.masterCommitted, h.Committed)
