@@ -157,10 +157,8 @@ func (h *synthHost) ReadRecord(ctx context.Context, off int64) ([]byte, error) {
 
 // BenchmarkQuery measures key lookups on a large index (benchKeys keys,
 // built once per process; the build time is logged): Query (candidate
-// offsets from the mapped files, warm page cache) over random keys, and
-// QueryMessages (candidates, then the records through the read cache,
-// warmed) over a hot set of 10,000 keys. Latency percentiles are reported
-// as p50-ns, p99-ns and p999-ns.
+// offsets from the mapped files, warm page cache) over random keys.
+// Latency percentiles are reported as p50-ns, p99-ns and p999-ns.
 func BenchmarkQuery(b *testing.B) {
 	x := loadBigIndex(b)
 	b.Logf("index of %d keys (%d entries, %d files) built in %v", bigIndex.keys, x.Stats().Entries, len(x.Files()), bigIndex.build.Round(time.Millisecond))
@@ -183,38 +181,6 @@ func BenchmarkQuery(b *testing.B) {
 		}
 		b.StopTimer()
 		percentiles(b, ds)
-	})
-	b.Run("QueryMessagesWarm", func(b *testing.B) {
-		h := &synthHost{n: n}
-		hot := make([]string, 10_000)
-		for i := range hot {
-			hot[i] = "order-" + strconv.Itoa(i*(n/len(hot)))
-		}
-		for range 3 { // offer each record a few times: admission is by frequency
-			for _, k := range hot {
-				if _, err := QueryMessages(context.Background(), h, x, sdk.Query{Topic: benchTopic, Key: k, Max: 64}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			x.cache.wait()
-		}
-		before := x.cache.stats()
-		ds := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for i := range b.N {
-			t0 := time.Now()
-			ms, err := QueryMessages(context.Background(), h, x, sdk.Query{Topic: benchTopic, Key: hot[i%len(hot)], Max: 64})
-			ds = append(ds, time.Since(t0))
-			if err != nil || len(ms) != 1 {
-				b.Fatalf("%v %v", ms, err)
-			}
-		}
-		b.StopTimer()
-		percentiles(b, ds)
-		after := x.cache.stats()
-		if hits, misses := after.Hits-before.Hits, after.Misses-before.Misses; hits+misses > 0 {
-			b.ReportMetric(float64(hits)/float64(hits+misses), "cache-hit-ratio")
-		}
 	})
 }
 

@@ -20,8 +20,6 @@ const (
 	// DefaultMaxQuery is RocketMQ's maxMsgsNumBatch: the most offsets one
 	// query returns.
 	DefaultMaxQuery = 64
-	// DefaultReadCache is the default read cache size in bytes (64 MiB).
-	DefaultReadCache = 64 << 20
 	// DefaultCleanInterval is how often index files are checked against
 	// the commitlog minimum offset.
 	DefaultCleanInterval = 10 * time.Second
@@ -43,7 +41,6 @@ const (
 //	hash_slots       = 5000000   # slots per index file (RocketMQ maxHashSlotNum)
 //	entries_per_file = 20000000  # entries per file (RocketMQ maxIndexNum)
 //	max_query        = 64        # most offsets one query returns
-//	read_cache       = "64MiB"   # read cache size in bytes; 0 = off
 //	clean_interval   = "10s"     # retention check period; "0s" = never
 //
 // Every key is optional; DefaultConfig gives the defaults.
@@ -60,10 +57,6 @@ type Config struct {
 	// sdk.Query.Max is lowered to it), as RocketMQ's maxMsgsNumBatch caps
 	// a query; 1 to MaxQueryLimit.
 	MaxQuery int `toml:"max_query"`
-	// ReadCache is the size in bytes of the read cache for records fetched
-	// by offset (QueryMessages, ByID, ReadRecord); 0 turns it off. A TOML
-	// integer (bytes) or a string with a unit: "64MiB", "512KiB", "1GB".
-	ReadCache config.Size `toml:"read_cache"`
 	// CleanInterval is how often files whose records have all left the
 	// commitlog are deleted; "0s" never (Clean can still be called). A
 	// duration string: "10s", "1m".
@@ -76,7 +69,6 @@ func DefaultConfig() Config {
 		HashSlots:      DefaultHashSlots,
 		EntriesPerFile: DefaultEntriesPerFile,
 		MaxQuery:       DefaultMaxQuery,
-		ReadCache:      DefaultReadCache,
 		CleanInterval:  config.Duration(DefaultCleanInterval),
 	}
 }
@@ -115,9 +107,6 @@ func (c Config) problems() []problem {
 	}
 	if c.MaxQuery < 1 || c.MaxQuery > MaxQueryLimit {
 		bad("max_query", "%d is out of range (1 to %d)", c.MaxQuery, MaxQueryLimit)
-	}
-	if c.ReadCache < 0 {
-		bad("read_cache", "must not be negative")
 	}
 	if c.CleanInterval < 0 {
 		bad("clean_interval", "must not be negative")

@@ -39,22 +39,15 @@ func TestDecodeConfig(t *testing.T) {
 hash_slots = 7
 entries_per_file = 11
 max_query = 3
-read_cache = "2MiB"
 clean_interval = "250ms"
 `, want: func(c *Config) {
 			c.HashSlots, c.EntriesPerFile, c.MaxQuery = 7, 11, 3
-			c.ReadCache = 2 << 20
 			c.CleanInterval = config.Duration(250 * time.Millisecond)
 		}},
-		{name: "size as integer and off", doc: profileHead + "[index.config]\nread_cache = 0\n", want: func(c *Config) { c.ReadCache = 0 }},
-		{name: "size with underscores", doc: profileHead + "[index.config]\nread_cache = 1_000\n", want: func(c *Config) { c.ReadCache = 1000 }},
-		{name: "decimal size", doc: profileHead + "[index.config]\nread_cache = \"1MB\"\n", want: func(c *Config) { c.ReadCache = 1000000 }},
 		{name: "dotted keys", doc: profileHead + "config.hash_slots = 9\n", want: func(c *Config) { c.HashSlots = 9 }},
 		{name: "unknown key", doc: profileHead + "[index.config]\nhash_slot = 7\n", err: "p.toml:11:1: index.config.hash_slot: unknown key"},
 		{name: "wrong type", doc: profileHead + "[index.config]\nhash_slots = \"many\"\n", err: "p.toml:11:14: index.config.hash_slots"},
 		{name: "duration without unit", doc: profileHead + "[index.config]\nclean_interval = 5\n", err: "a bare number has no unit"},
-		{name: "bad size unit", doc: profileHead + "[index.config]\nread_cache = \"5 parsecs\"\n", err: "invalid size"},
-		{name: "negative size", doc: profileHead + "[index.config]\nread_cache = -1\n", err: "must not be negative"},
 		{name: "slots out of range", doc: profileHead + "[index.config]\nhash_slots = 0\n", err: "p.toml:11:1: index.config.hash_slots: 0 is out of range"},
 		{name: "entries out of range", doc: profileHead + "[index.config]\nentries_per_file = 1\n", err: "entries_per_file: 1 is out of range"},
 		{name: "file too large", doc: profileHead + "[index.config]\nhash_slots = 500000000\nentries_per_file = 1000000000\n", err: "exceeds"},

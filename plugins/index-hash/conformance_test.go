@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 // conformanceConfig uses small files so the suite's records fill several.
-const conformanceConfig = "hash_slots = 101\nentries_per_file = 97\nread_cache = \"1MiB\"\nclean_interval = \"50ms\"\n"
+const conformanceConfig = "hash_slots = 101\nentries_per_file = 97\nclean_interval = \"50ms\"\n"
 
 func TestConformance(t *testing.T) {
 	plugintest.RunIndex(t, func(*testing.T) sdk.Indexer { return New() }, plugintest.WithConfig(conformanceConfig))

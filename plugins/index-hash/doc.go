@@ -20,12 +20,10 @@
 // The host builds the plugin with New, calls Configure (which opens the
 // directory), registers it as a dispatch listener (storehost.Listener),
 // then Start. At shutdown it closes the store first (so the last dispatch
-// and checkpoint reach the index), then calls Stop. Queries go through
-// Query (candidate offsets) or, for answers with hash collisions, stale
-// entries and the second-granularity of entry times filtered out,
-// QueryMessages; ByID resolves offset message ids. A read cache
-// (ristretto, Config.ReadCache bytes) serves the records those helpers
-// fetch by offset.
+// and checkpoint reach the index), then calls Stop. Query returns
+// candidate offsets; the host reads those records and keeps the ones of
+// the topic and key asked for (sdk.Indexer), so hash collisions and stale
+// entries never reach a client.
 //
 // # Differences from RocketMQ
 //

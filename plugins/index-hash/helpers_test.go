@@ -110,7 +110,6 @@ func (h *fakeHost) ReadRecord(ctx context.Context, off int64) ([]byte, error) {
 func tinyConfig(slots, entries int) Config {
 	c := DefaultConfig()
 	c.HashSlots, c.EntriesPerFile = slots, entries
-	c.ReadCache = 1 << 20
 	c.CleanInterval = 0
 	return c
 }

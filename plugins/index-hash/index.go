@@ -16,6 +16,7 @@ import (
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/metricset"
 )
 
 // Option configures an Index at construction.
@@ -97,15 +98,14 @@ type Index struct {
 	lastName   int64 // newest file creation time handed out; under mu
 	dirDirty   bool  // files created or removed since the last Sync; under mu
 
-	durableEnd atomic.Int64  // indexedEnd of the last durable checkpoint
-	gen        atomic.Uint64 // bumped by every truncation (cache validity)
-	cache      *readCache
+	durableEnd atomic.Int64 // indexedEnd of the last durable checkpoint
 
 	host   atomic.Pointer[hostBox]
 	stop   chan struct{}
 	loopWG sync.WaitGroup
 
-	st stats
+	st      stats
+	metrics *metricset.Set
 }
 
 type hostBox struct{ h sdk.Host }
@@ -137,7 +137,9 @@ func NewIndex(opts ...Option) *Index {
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Index{o: o, stop: make(chan struct{})}
+	x := &Index{o: o, stop: make(chan struct{})}
+	x.metrics = newMetrics(x)
+	return x
 }
 
 // Open returns an index over dir with configuration cfg (validated),
@@ -261,7 +263,6 @@ func (x *Index) Stop(ctx context.Context) error {
 	if err := x.ckw.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close index checkpoint: %w", err))
 	}
-	x.cache.close()
 	return errors.Join(errs...)
 }
 
@@ -284,11 +285,7 @@ func (x *Index) open(dir string, cfg Config) error {
 	if x.state.Load() != stateNew {
 		return fmt.Errorf("index-hash: configure: already configured: %w", sdk.ErrInvalidConfig)
 	}
-	cache, err := newReadCache(int64(cfg.ReadCache))
-	if err != nil {
-		return fmt.Errorf("index-hash: read cache: %w", err)
-	}
-	x.cfg, x.dir, x.cache = cfg, dir, cache
+	x.cfg, x.dir = cfg, dir
 	if err := x.recover(); err != nil {
 		for _, f := range x.files {
 			f.close()
@@ -298,7 +295,6 @@ func (x *Index) open(dir string, cfg Config) error {
 			x.ckw.f.Close()
 			x.ckw = nil
 		}
-		cache.close()
 		return err
 	}
 	x.state.Store(stateOpen)
@@ -688,7 +684,6 @@ func (x *Index) truncateLocked(p int64) error {
 		f.truncate(k)
 	}
 	x.indexedEnd = p
-	x.gen.Add(1)
 	x.st.truncations.Add(1)
 	x.st.truncatedKeys.Add(cut)
 	x.o.log.Debug("index-hash: cut back", "offset", p, "entries", cut)
@@ -776,8 +771,8 @@ func (x *Index) syncHeld() error {
 // second (RocketMQ's timeDiff), so it may hold records up to 999 ms
 // before q.Begin; the same offset comes twice when a record lists a key
 // twice; and offsets may point below the commitlog minimum (records
-// already deleted). QueryMessages filters all of these by reading the
-// records. What it does not do is miss a record: every indexed record of
+// already deleted). The host filters all of these by reading the records
+// (sdk.Indexer). What it does not do is miss a record: every indexed record of
 // that key stored in [q.Begin, q.End] is returned unless Max offsets newer
 // than it are. Like RocketMQ, the walk stops at entries older than
 // q.Begin, which assumes store timestamps do not go backwards. An empty
