@@ -36,8 +36,6 @@
 package replicationasync
 
 import (
-	"context"
-
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/replication"
 )
@@ -52,37 +50,27 @@ type Config struct {
 	VisibleAfterReplicated bool   `toml:"visible_after_replicated"`
 }
 
-// Plugin is the async replicator. It implements sdk.Replicator,
-// sdk.Promoter, sdk.ForceWriter, sdk.StatusReporter and sdk.MetricsWriter
-// (through the embedded replication.Node).
-type Plugin struct {
-	*replication.Node
-}
-
-var (
-	_ sdk.Replicator     = (*Plugin)(nil)
-	_ sdk.Promoter       = (*Plugin)(nil)
-	_ sdk.ForceWriter    = (*Plugin)(nil)
-	_ sdk.StatusReporter = (*Plugin)(nil)
-	_ sdk.MetricsWriter  = (*Plugin)(nil)
-)
+// Plugin is the async replicator: a replication.Plugin with this package's
+// options (sdk.Replicator, sdk.Promoter, sdk.ForceWriter, sdk.StatusReporter
+// and sdk.MetricsWriter).
+type Plugin = replication.Plugin
 
 // New returns an unconfigured async replicator (the builtin catalog's
 // constructor).
-func New() *Plugin { return &Plugin{Node: replication.NewNode()} }
+func New() *Plugin { return replication.NewPlugin(options) }
 
 // NewReplicator is New as an sdk.Replicator.
 func NewReplicator() sdk.Replicator { return New() }
 
-// Configure decodes [replication.config] strictly (unknown keys and wrong
-// types are errors wrapping sdk.ErrInvalidConfig that name the key) and
-// applies it. Acknowledgements never wait: AckPolicy().WaitReplicas is 0.
-func (p *Plugin) Configure(ctx context.Context, cfg sdk.Config) error {
+// options decodes [replication.config] strictly (unknown keys and wrong
+// types are errors wrapping sdk.ErrInvalidConfig that name the key).
+// Acknowledgements never wait: AckPolicy().WaitReplicas is 0.
+func options(cfg sdk.Config) (replication.Options, error) {
 	var c Config
 	if err := replication.DecodeConfig(cfg, &c); err != nil {
-		return err
+		return replication.Options{}, err
 	}
 	o := c.CommonConfig.Options()
 	o.AckOn, o.VisibleAfterReplicated, o.WaitReplicas = c.AckOn, c.VisibleAfterReplicated, 0
-	return p.Node.Setup(cfg, o)
+	return o, nil
 }

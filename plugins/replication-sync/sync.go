@@ -42,7 +42,6 @@
 package replicationsync
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/keelmq/keel/sdk"
@@ -67,44 +66,34 @@ type Config struct {
 	VisibleAfterReplicated bool                 `toml:"visible_after_replicated"`
 }
 
-// Plugin is the sync replicator. It implements sdk.Replicator,
-// sdk.Promoter, sdk.ForceWriter, sdk.StatusReporter and sdk.MetricsWriter
-// (through the embedded replication.Node).
-type Plugin struct {
-	*replication.Node
-}
-
-var (
-	_ sdk.Replicator     = (*Plugin)(nil)
-	_ sdk.Promoter       = (*Plugin)(nil)
-	_ sdk.ForceWriter    = (*Plugin)(nil)
-	_ sdk.StatusReporter = (*Plugin)(nil)
-	_ sdk.MetricsWriter  = (*Plugin)(nil)
-)
+// Plugin is the sync replicator: a replication.Plugin with this package's
+// options (sdk.Replicator, sdk.Promoter, sdk.ForceWriter, sdk.StatusReporter
+// and sdk.MetricsWriter).
+type Plugin = replication.Plugin
 
 // New returns an unconfigured sync replicator (the builtin catalog's
 // constructor).
-func New() *Plugin { return &Plugin{Node: replication.NewNode()} }
+func New() *Plugin { return replication.NewPlugin(options) }
 
 // NewReplicator is New as an sdk.Replicator.
 func NewReplicator() sdk.Replicator { return New() }
 
-// Configure decodes [replication.config] strictly (unknown keys and wrong
-// types are errors wrapping sdk.ErrInvalidConfig that name the key) and
-// applies it. wait_replicas must be at least 1.
-func (p *Plugin) Configure(ctx context.Context, cfg sdk.Config) error {
+// options decodes [replication.config] strictly (unknown keys and wrong
+// types are errors wrapping sdk.ErrInvalidConfig that name the key).
+// wait_replicas must be at least 1 and timeout positive.
+func options(cfg sdk.Config) (replication.Options, error) {
 	c := Config{WaitReplicas: DefaultWaitReplicas, Timeout: replication.Duration(DefaultTimeout)}
 	if err := replication.DecodeConfig(cfg, &c); err != nil {
-		return err
+		return replication.Options{}, err
 	}
 	if c.WaitReplicas < 1 {
-		return fmt.Errorf("%w: %s: replication.config.wait_replicas = %d is not allowed: want >= 1 (use the async plugin for acks that do not wait)",
+		return replication.Options{}, fmt.Errorf("%w: %s: replication.config.wait_replicas = %d is not allowed: want >= 1 (use the async plugin for acks that do not wait)",
 			sdk.ErrInvalidConfig, cfg.File, c.WaitReplicas)
 	}
 	if c.Timeout.D() <= 0 {
-		return fmt.Errorf("%w: %s: replication.config.timeout must be > 0", sdk.ErrInvalidConfig, cfg.File)
+		return replication.Options{}, fmt.Errorf("%w: %s: replication.config.timeout must be > 0", sdk.ErrInvalidConfig, cfg.File)
 	}
 	o := c.CommonConfig.Options()
 	o.WaitReplicas, o.Timeout, o.AckOn, o.VisibleAfterReplicated = c.WaitReplicas, c.Timeout.D(), c.AckOn, c.VisibleAfterReplicated
-	return p.Node.Setup(cfg, o)
+	return o, nil
 }
