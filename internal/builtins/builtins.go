@@ -1,15 +1,15 @@
 // Package builtins is keel's builtin plugin catalog: every plugin compiled
 // into a keel binary, under the names profiles use (`plugin = "<name>"`).
-// The mains (cmd/keel, bench/cmd/keelbench) call Register before anything
-// loads a profile.
+// The mains (cmd/keel, bench/cmd/keelbench) and bench/wire build it with
+// Catalog and hand it to the host.
 //
 // It sits at the level of the mains: it imports host and the plugins, which
 // may not import each other (docs/architecture.md, import direction).
 package builtins
 
 import (
+	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/keelmq/keel/host"
 	flush "github.com/keelmq/keel/plugins/flush-strategies"
@@ -19,29 +19,43 @@ import (
 	"github.com/keelmq/keel/sdk"
 )
 
-var once sync.Once
+// Catalog returns a new catalog of every builtin plugin: the flush
+// strategies by their names (flush.Names), the hash indexer as "hash",
+// the replicators as "async" and "sync".
+func Catalog() *host.Catalog {
+	c := &host.Catalog{}
+	add := func(kind sdk.Kind, name string, f host.Factory) {
+		if err := c.Add(kind, name, f); err != nil {
+			panic(err) // two builtins under one name: a programming error
+		}
+	}
+	for _, name := range flush.Names() {
+		add(sdk.KindFlush, name, func() sdk.Plugin {
+			f, err := flush.New(name)
+			if err != nil {
+				panic(fmt.Errorf("builtin flush strategy %q: %w", name, err)) // Names and New disagree
+			}
+			return f
+		})
+	}
+	add(sdk.KindIndex, "hash", func() sdk.Plugin { return indexhash.New() })
+	add(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
+	add(sdk.KindReplication, "sync", func() sdk.Plugin { return replicationsync.New() })
+	return c
+}
 
-// Register adds every builtin plugin to host's catalog. It may be called
-// more than once and skips names already registered, so it is safe beside
-// code that registers some of them itself.
+// Register adds Catalog's plugins to host's process-wide registry,
+// skipping names already registered. It is the bridge until host.Start
+// and host.Check take the catalog in their options; it goes with the
+// registry.
 func Register() {
-	once.Do(func() {
-		reg := func(kind sdk.Kind, name string, f host.Factory) {
+	c := Catalog()
+	for _, kind := range []sdk.Kind{sdk.KindFlush, sdk.KindIndex, sdk.KindReplication} {
+		for _, name := range c.Names(kind) {
 			if !slices.Contains(host.Builtins(kind), name) {
+				f, _ := c.Lookup(kind, name)
 				host.RegisterBuiltin(kind, name, f)
 			}
 		}
-		for _, name := range flush.Names() {
-			reg(sdk.KindFlush, name, func() sdk.Plugin {
-				f, err := flush.New(name)
-				if err != nil {
-					panic(err) // Names and New disagree: a programming error
-				}
-				return f
-			})
-		}
-		reg(sdk.KindIndex, "hash", func() sdk.Plugin { return indexhash.New() })
-		reg(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
-		reg(sdk.KindReplication, "sync", func() sdk.Plugin { return replicationsync.New() })
-	})
+	}
 }

@@ -9,16 +9,33 @@ import (
 	"github.com/keelmq/keel/sdk"
 )
 
+func TestCatalog(t *testing.T) {
+	c := Catalog()
+	if got := c.Names(sdk.KindFlush); !slices.Equal(got, slices.Sorted(slices.Values(flush.Names()))) {
+		t.Errorf("flush builtins %v, want %v", got, flush.Names())
+	}
+	if got := c.Names(sdk.KindIndex); !slices.Equal(got, []string{"hash"}) {
+		t.Errorf("index builtins %v", got)
+	}
+	if got := c.Names(sdk.KindReplication); !slices.Equal(got, []string{"async", "sync"}) {
+		t.Errorf("replication builtins %v", got)
+	}
+	for _, kind := range []sdk.Kind{sdk.KindFlush, sdk.KindIndex, sdk.KindReplication} {
+		for _, name := range c.Names(kind) {
+			f, _ := c.Lookup(kind, name)
+			if p := f(); p == nil {
+				t.Errorf("%s builtin %q: factory made nil", kind, name)
+			}
+		}
+	}
+}
+
 func TestRegister(t *testing.T) {
 	Register()
 	Register() // a second call is a no-op, not a duplicate-name panic
-	if got := host.Builtins(sdk.KindFlush); !slices.Equal(got, slices.Sorted(slices.Values(flush.Names()))) {
-		t.Errorf("flush builtins %v, want %v", got, flush.Names())
-	}
-	if got := host.Builtins(sdk.KindIndex); !slices.Equal(got, []string{"hash"}) {
-		t.Errorf("index builtins %v", got)
-	}
-	if got := host.Builtins(sdk.KindReplication); !slices.Equal(got, []string{"async", "sync"}) {
-		t.Errorf("replication builtins %v", got)
+	for _, kind := range []sdk.Kind{sdk.KindFlush, sdk.KindIndex, sdk.KindReplication} {
+		if got, want := host.Builtins(kind), Catalog().Names(kind); !slices.Equal(got, want) {
+			t.Errorf("%s builtins %v, want %v", kind, got, want)
+		}
 	}
 }
