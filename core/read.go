@@ -132,7 +132,10 @@ func (s *Store) ReadLogInto(from int64, maxBytes int, dst []byte) ([]byte, error
 }
 
 // GetStatus is the outcome of GetMessages, mirroring RocketMQ's
-// GetMessageStatus.
+// GetMessageStatus. It is also the broker's pull status (host/remoting
+// turns it into a response code): NotYetVisible is never returned by
+// Store.GetMessages, only by a reader that knows its queue may be
+// incomplete.
 type GetStatus int
 
 const (
@@ -144,11 +147,18 @@ const (
 	OffsetOverflowBadly                  // offset > max: NextOffset = max (never 0 unless empty)
 	NoMatchedMessage                     // entries exist but none passed the filter
 	MessageWasRemoving                   // entries point below the commitlog minimum
+	// NotYetVisible: offset may lie inside the queue although this
+	// node's consume queue does not reach it yet (its dispatcher is
+	// behind the visible end of the log, or its log trails a replica's);
+	// NextOffset is offset. A caught-up consumer waits there; it is never
+	// moved.
+	NotYetVisible
 )
 
 var statusNames = [...]string{"FOUND", "NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE", "OFFSET_TOO_SMALL",
-	"OFFSET_OVERFLOW_ONE", "OFFSET_OVERFLOW_BADLY", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING"}
+	"OFFSET_OVERFLOW_ONE", "OFFSET_OVERFLOW_BADLY", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING", "NOT_YET_VISIBLE"}
 
+// String returns RocketMQ's name for g (the remark of a pull answer).
 func (g GetStatus) String() string {
 	if int(g) < len(statusNames) {
 		return statusNames[g]

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -26,34 +25,25 @@ var (
 func (b backend) store() *core.Store { return b.n.store }
 
 // Topic implements remoting.TopicTable.
-func (b backend) Topic(name string) (remoting.TopicInfo, bool) {
-	c, ok := b.store().Meta().Topics.Get(name)
-	if !ok {
-		return remoting.TopicInfo{}, false
-	}
-	return topicInfo(c), true
-}
-
-func topicInfo(c meta.TopicConfig) remoting.TopicInfo {
-	return remoting.TopicInfo{Name: c.TopicName, ReadQueues: c.ReadQueueNums, WriteQueues: c.WriteQueueNums, Perm: c.Perm, SysFlag: c.TopicSysFlag}
+func (b backend) Topic(name string) (meta.TopicConfig, bool) {
+	return b.store().Meta().Topics.Get(name)
 }
 
 // CreateTopic implements remoting.TopicTable.
-func (b backend) CreateTopic(t remoting.TopicInfo) (remoting.TopicInfo, error) {
+func (b backend) CreateTopic(c meta.TopicConfig) (meta.TopicConfig, error) {
 	topics := b.store().Meta().Topics
-	if c, ok := topics.Get(t.Name); ok {
-		return topicInfo(c), nil
+	if got, ok := topics.Get(c.TopicName); ok {
+		return got, nil
 	}
-	c := meta.TopicConfig{TopicName: t.Name, ReadQueueNums: t.ReadQueues, WriteQueueNums: t.WriteQueues, Perm: t.Perm, TopicSysFlag: t.SysFlag}
 	if c.Perm == 0 {
 		c.Perm = meta.PermRead | meta.PermWrite
 	}
 	if err := topics.Put(c); err != nil {
-		return remoting.TopicInfo{}, fmt.Errorf("create topic %s: %w", t.Name, err)
+		return meta.TopicConfig{}, fmt.Errorf("create topic %s: %w", c.TopicName, err)
 	}
-	got, _ := topics.Get(t.Name)
-	b.n.log.Info("topic created", "topic", t.Name, "queues", t.WriteQueues)
-	return topicInfo(got), nil
+	got, _ := topics.Get(c.TopicName)
+	b.n.log.Info("topic created", "topic", c.TopicName, "queues", c.WriteQueueNums)
+	return got, nil
 }
 
 // Identity implements remoting.RouteSource.
@@ -70,60 +60,29 @@ func (b backend) Identity() remoting.BrokerIdentity {
 // MaxMessageSize implements remoting.Backend.
 func (b backend) MaxMessageSize() int { return b.store().MaxMessageSize() }
 
-// Append implements remoting.Backend.
-func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]remoting.Appended, error) {
-	if b.n.slave.Load() {
-		return nil, fmt.Errorf("%w: this broker is a slave; send to the master", remoting.ErrServiceUnavailable)
-	}
-	if fenced, why := b.n.host.Fenced(); fenced {
-		return nil, fmt.Errorf("%w: writes fenced by replication: %s", remoting.ErrServiceUnavailable, why)
-	}
-	if st := b.n.pluginsDegraded(); st != "" {
-		b.n.metrics.appendErrors.Inc()
-		return nil, fmt.Errorf("%w: %s", remoting.ErrServiceUnavailable, st)
+// Append implements remoting.Backend. The store's errors are returned as
+// they are: the broker recognises core's sentinels (remoting's errorCodes).
+func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.AppendResult, error) {
+	if r := b.n.gate.refused(); r != nil {
+		if r.plugin {
+			b.n.metrics.appendErrors.Inc()
+		}
+		return nil, r.err
 	}
 	start := time.Now()
 	res, err := b.store().AppendBatch(msgs, make([]core.AppendResult, 0, len(msgs)))
 	if err != nil {
 		b.n.metrics.appendErrors.Inc()
-		switch {
-		case errors.Is(err, core.ErrMessage):
-			return nil, fmt.Errorf("%w: %w", remoting.ErrMessageIllegal, err)
-		case errors.Is(err, core.ErrDiskFull):
-			return nil, fmt.Errorf("%w: the broker's disk is full: %w", remoting.ErrServiceUnavailable, err)
-		case errors.Is(err, core.ErrBusy):
-			// A write stall that outlasted store.stall_timeout: the disk or
-			// the dispatcher is behind; nothing was written.
-			return nil, fmt.Errorf("%w: %w", remoting.ErrServiceUnavailable, err)
-		case errors.Is(err, core.ErrReadOnly), errors.Is(err, core.ErrClosed):
-			return nil, fmt.Errorf("%w: %w", remoting.ErrServiceUnavailable, err)
-		}
 		return nil, err
 	}
-	out := make([]remoting.Appended, len(res))
-	var bytes int64
-	for i, r := range res {
-		out[i] = remoting.Appended{PhysOffset: r.PhysOffset, QueueOffset: r.QueueOffset, Size: r.Size}
-		bytes += int64(r.Size)
+	var bytes int
+	for _, r := range res {
+		bytes += int(r.Size)
 	}
 	b.n.metrics.appendMsgs.Add(len(res))
-	b.n.metrics.appendBytes.Add(int(bytes))
+	b.n.metrics.appendBytes.Add(bytes)
 	b.n.metrics.appendLatency.UpdateDuration(start)
-	return out, nil
-}
-
-// AwaitAck implements remoting.Backend: AckAsync's answer, waited for.
-// When ctx ends first the result is not used (the client is gone); the
-// callback still runs, and counts, when the wait ends.
-func (b backend) AwaitAck(ctx context.Context, end int64) remoting.AckStatus {
-	ch := make(chan remoting.AckStatus, 1)
-	b.AckAsync(end, func(st remoting.AckStatus) { ch <- st })
-	select {
-	case st := <-ch:
-		return st
-	case <-ctx.Done():
-		return remoting.AckFlushDiskTimeout
-	}
+	return res, nil
 }
 
 // AckNow implements remoting.Backend.
@@ -141,14 +100,13 @@ func (b backend) AckNow(end int64) (remoting.AckStatus, bool) {
 // replication wait run as store and host callbacks (OnFlushed,
 // OnReplicated), so a sync acknowledgement costs no goroutine; done runs
 // on the flusher's or the replicator's goroutine, or a timer's.
-func (b backend) AckAsync(end int64, done func(remoting.AckStatus)) bool {
+func (b backend) AckAsync(end int64, done func(remoting.AckStatus)) {
 	start := time.Now()
 	b.n.host.Ack(b.n.ackPolicy(), end, func(st remoting.AckStatus) {
 		b.n.metrics.ackLatency.UpdateDuration(start)
 		b.n.metrics.ackStatus(st).Inc()
 		done(st)
 	})
-	return true
 }
 
 // ReadAccess implements remoting.Backend. It is the one place that
@@ -181,101 +139,79 @@ func (b backend) ReadAccess() remoting.ReadAccess {
 
 // maxDispatchWait bounds how long a pull whose answer would move the
 // consumer backwards waits for the dispatcher to reach the visible end of
-// the log before it is answered "not yet" (PullNotYetVisible) instead.
+// the log before it is answered "not yet" (core.NotYetVisible) instead.
 const maxDispatchWait = time.Second
 
-// GetMessages implements remoting.Backend.
+// GetMessages implements remoting.Backend. It is the one home of the rule
+// "never move a consumer backwards on a queue that may be incomplete":
 //
-// An answer that would move the consumer backwards
-// (remoting.PullResult.BeyondEnd) is only given once the consume queue
-// holds everything visible when it was read: the read is repeated after
-// the dispatcher has reached the confirm offset seen after the first read
-// (at most maxDispatchWait); if it has not, the answer is
-// PullNotYetVisible. A master that has just caught up from its replica
-// has its whole log back but its consume queues still being rebuilt: a
-// consumer at offset 500 there must wait, not be moved to the 256 entries
-// dispatched so far. Nor is it given while the log holds records not yet
-// visible (the confirm offset below the committed one): the consumer's
-// offset may be among them.
-func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
-	res, err := b.getMessages(topic, queueID, offset, maxCount, maxBytes, filter)
+// An answer that would move the consumer backwards (beyondEnd) is only
+// given once the consume queue holds everything visible when it was read:
+//
+//   - the read is repeated after the dispatcher has reached the confirm
+//     offset seen after the first read (at most maxDispatchWait); if it
+//     has not, the answer is core.NotYetVisible. A
+//     master that has just caught up from its replica has its whole log
+//     back but its consume queues still being rebuilt: a consumer at
+//     offset 500 there must wait, not be moved to the 256 entries
+//     dispatched so far;
+//   - nor while the log holds records not yet visible (the confirm offset
+//     below the committed one): the consumer's offset may be among them;
+//   - nor on a slave (ReadAccess Trailing), whose log trails its
+//     master's.
+func (b backend) GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (core.GetResult, error) {
+	st := b.store()
+	res, err := st.GetMessages(topic, queueID, offset, maxCount, maxBytes, filter)
 	if err != nil {
 		return res, b.readFailed(topic, queueID, offset, maxCount, err)
 	}
-	if res.BeyondEnd(offset) {
-		st := b.store()
-		p := st.Positions()
-		if p.Dispatched < p.Confirm {
+	if beyondEnd(res, offset) {
+		if p := st.Positions(); p.Dispatched < p.Confirm {
 			wctx, cancel := context.WithTimeout(ctx, maxDispatchWait)
 			_, werr := st.WaitDispatched(wctx, p.Confirm-1)
 			cancel()
 			if werr != nil {
-				res.Status, res.NextOffset, res.Data, res.Count = remoting.PullNotYetVisible, offset, nil, 0
-				return res, nil
+				return notYetVisible(res, offset), nil
 			}
 		}
-		if res, err = b.getMessages(topic, queueID, offset, maxCount, maxBytes, filter); err != nil {
+		if res, err = st.GetMessages(topic, queueID, offset, maxCount, maxBytes, filter); err != nil {
 			return res, b.readFailed(topic, queueID, offset, maxCount, err)
 		}
-		if p := st.Positions(); res.BeyondEnd(offset) && p.Confirm < p.Committed {
+		if p := st.Positions(); beyondEnd(res, offset) && (p.Confirm < p.Committed || b.n.slave.Load()) {
 			// The log holds records consumers may not see yet (a profile
 			// visible after replication whose replica has not acknowledged
 			// them, say after a restart or a catch-up, when the replicated
-			// offset starts again from what replicas report): the consumer's
-			// offset may lie among them, so it waits rather than move.
-			res.Status, res.NextOffset, res.Data, res.Count = remoting.PullNotYetVisible, offset, nil, 0
+			// offset starts again from what replicas report), or it
+			// trails its master's: the consumer's offset may lie among
+			// the records this node lacks, so it waits rather than move.
+			return notYetVisible(res, offset), nil
 		}
 	}
-	b.n.metrics.pullMsgs.Add(res.Count)
+	b.n.metrics.pullMsgs.Add(len(res.Sizes))
 	return res, nil
 }
 
-func (b backend) getMessages(topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (remoting.PullResult, error) {
-	g, err := b.store().GetMessages(topic, queueID, offset, maxCount, maxBytes, filter)
-	if err != nil {
-		return remoting.PullResult{}, err
-	}
-	return remoting.PullResult{
-		Status:     pullStatus(g.Status),
-		NextOffset: g.NextOffset,
-		MinOffset:  g.MinOffset,
-		MaxOffset:  g.MaxOffset,
-		Data:       g.Data,
-		Count:      len(g.Sizes),
-	}, nil
-}
-
-func pullStatus(s core.GetStatus) remoting.PullStatus {
-	switch s {
-	case core.Found:
-		return remoting.PullFound
-	case core.NoMessageInQueue:
-		return remoting.PullNoMessageInQueue
-	case core.NoMatchedLogicQueue:
-		return remoting.PullNoMatchedLogicQueue
-	case core.OffsetTooSmall:
-		return remoting.PullOffsetTooSmall
-	case core.OffsetOverflowOne:
-		return remoting.PullOffsetOverflowOne
+// beyondEnd reports whether r, the answer to a pull at offset, says that
+// offset lies past the end of the queue as this node knows it: the queue
+// is missing or empty with an end below offset (NO_MATCHED_LOGIC_QUEUE,
+// NO_MESSAGE_IN_QUEUE) or offset > max (OFFSET_OVERFLOW_BADLY). Such an
+// answer would move the consumer backwards; it is only right when this
+// node's queue is complete, which a node whose dispatcher is behind, or
+// whose log trails a replica's, cannot know.
+func beyondEnd(r core.GetResult, offset int64) bool {
+	switch r.Status {
 	case core.OffsetOverflowBadly:
-		return remoting.PullOffsetOverflowBadly
-	case core.NoMatchedMessage:
-		return remoting.PullNoMatchedMessage
-	case core.MessageWasRemoving:
-		return remoting.PullMessageWasRemoving
+		return true
+	case core.NoMatchedLogicQueue, core.NoMessageInQueue:
+		return offset > r.NextOffset
 	}
-	return remoting.PullNoMatchedMessage
+	return false
 }
 
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// WaitForData implements remoting.Backend.
-func (b backend) WaitForData(ctx context.Context, topic string, queueID int32, offset int64) <-chan struct{} {
-	ch := b.store().DispatchSignal()
-	if b.store().MaxQueueOffset(topic, queueID) > offset {
-		return closedChan
-	}
-	return ch
+// notYetVisible is r turned into "wait at offset": no records, the
+// queue's bounds kept.
+func notYetVisible(r core.GetResult, offset int64) core.GetResult {
+	return core.GetResult{Status: core.NotYetVisible, NextOffset: offset, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}
 }
 
 // QueueOffsets implements remoting.Backend.
@@ -306,9 +242,6 @@ func (b backend) ReadMessage(ctx context.Context, physOffset int64) ([]byte, err
 			err = wrapCorrupt(err)
 			b.n.metrics.readFaults.report(b.n, readFault{phys: physOffset, queue: -1}, err)
 			return nil, err
-		}
-		if errors.Is(err, core.ErrOffset) {
-			return nil, fmt.Errorf("%w: %w", remoting.ErrNotFound, err)
 		}
 		return nil, err
 	}

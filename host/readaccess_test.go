@@ -156,7 +156,7 @@ func TestGetMessagesPastEndWaitsForDispatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != remoting.PullNotYetVisible || res.NextOffset != 7 {
+	if res.Status != core.NotYetVisible || res.NextOffset != 7 {
 		t.Fatalf("pull at 7 with dispatch behind: %v next %d, want NOT_YET_VISIBLE at 7", res.Status, res.NextOffset)
 	}
 	if d := time.Since(start); d < maxDispatchWait/2 || d > 3*maxDispatchWait {
@@ -164,13 +164,13 @@ func TestGetMessagesPastEndWaitsForDispatch(t *testing.T) {
 	}
 	// A missing queue likewise: not "NO_MATCHED_LOGIC_QUEUE, next 0".
 	res, _ = b.GetMessages(context.Background(), "NOQ", 0, 200, 32, 1<<20, nil)
-	if res.Status != remoting.PullNotYetVisible || res.NextOffset != 200 {
+	if res.Status != core.NotYetVisible || res.NextOffset != 200 {
 		t.Fatalf("pull of a missing queue at 200 with dispatch behind: %v next %d", res.Status, res.NextOffset)
 	}
 	close(g.open)
 	waitDispatched(t, n, n.store.Positions().Confirm)
 	res, _ = b.GetMessages(context.Background(), "DQ", 0, 7, 32, 1<<20, nil)
-	if res.Status != remoting.PullOffsetOverflowBadly || res.MaxOffset != 3 {
+	if res.Status != core.OffsetOverflowBadly || res.MaxOffset != 3 {
 		t.Fatalf("pull at 7 with dispatch caught up: %v max %d, want OFFSET_OVERFLOW_BADLY max 3", res.Status, res.MaxOffset)
 	}
 }
@@ -279,7 +279,7 @@ func TestPullOnDamagedTotalSizeReportedOnce(t *testing.T) {
 	}
 	// Records before it are still served one at a time.
 	res, err := b.GetMessages(context.Background(), "PQ", 0, 1, 1, 1<<20, nil)
-	if err != nil || res.Status != remoting.PullFound || res.Count != 1 {
+	if err != nil || res.Status != core.Found || len(res.Sizes) != 1 {
 		t.Fatalf("pull of the intact record before it: %v %+v", err, res.Status)
 	}
 }
@@ -335,13 +335,13 @@ func TestGetMessagesBeyondVisibleEndWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != remoting.PullNotYetVisible || got.NextOffset != 4 {
+	if got.Status != core.NotYetVisible || got.NextOffset != 4 {
 		t.Fatalf("pull at 4 with 2 of 5 visible: %v next %d, want NOT_YET_VISIBLE at 4", got.Status, got.NextOffset)
 	}
 	conf.off.Store(res[4].End())
 	s.NotifyConfirm()
 	waitDispatched(t, n, res[4].End())
-	if got, _ = b.GetMessages(context.Background(), "VQ", 0, 4, 32, 1<<20, nil); got.Status != remoting.PullFound {
+	if got, _ = b.GetMessages(context.Background(), "VQ", 0, 4, 32, 1<<20, nil); got.Status != core.Found {
 		t.Fatalf("pull at 4 once all 5 are visible: %v", got.Status)
 	}
 }

@@ -2,86 +2,35 @@ package remoting
 
 import (
 	"context"
-	"errors"
 
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/sdk/storehost"
 )
 
-// Topic permission bits (RocketMQ PermName), used in TopicInfo.Perm and in
-// route data.
-const (
-	// PermInherit marks a topic whose config new topics copy (RocketMQ's
-	// TBW102 has it).
-	PermInherit int32 = 1
-	// PermWrite allows producers to send to the topic.
-	PermWrite int32 = 2
-	// PermRead allows consumers to pull from the topic.
-	PermRead int32 = 4
-	// PermReadWrite is PermRead|PermWrite, the permission of ordinary topics.
-	PermReadWrite = PermRead | PermWrite
-)
-
-// TopicInfo is one topic's configuration as the remoting roles need it.
-type TopicInfo struct {
-	// Name is the topic name, 1..127 bytes of [A-Za-z0-9_%|-].
-	Name string
-	// ReadQueues and WriteQueues are the queue counts advertised to
-	// consumers and producers; both are >= 1.
-	ReadQueues, WriteQueues int32
-	// Perm is an OR of PermRead, PermWrite and PermInherit.
-	Perm int32
-	// SysFlag is RocketMQ's topicSysFlag (0 for ordinary topics).
-	SysFlag int32
-}
-
-// TopicTable is the topic table shared by the name-server and broker roles.
+// TopicTable is the topic table shared by the name-server and broker roles:
+// the store's own topic configurations (meta.TopicConfig, whose Perm bits
+// are meta.PermRead, meta.PermWrite and meta.PermInherit), with no copy in
+// between. A Perm of 0 is read as read-write.
 // Implementations must be safe for concurrent use.
 type TopicTable interface {
 	// Topic returns the named topic's configuration and true, or false if
 	// no such topic exists. It must be cheap (it is called on every send
 	// and every route lookup) and must not block on I/O.
-	Topic(name string) (TopicInfo, bool)
+	Topic(name string) (meta.TopicConfig, bool)
 
 	// CreateTopic creates t if no topic of that name exists and returns
 	// the topic's configuration: t as stored, or the existing
 	// configuration unchanged if the topic already existed (so concurrent
 	// creations of one name all succeed and agree). The caller has
-	// validated t.Name and set queue counts >= 1. The new topic is visible
+	// validated t.TopicName (meta.ValidateTopicName) and set queue counts
+	// >= 1; a Perm of 0 is stored as read-write. The new topic is visible
 	// to Topic before CreateTopic returns; persisting it may happen later.
 	// An error means the topic was not created (e.g. the metadata store is
 	// read-only); it is reported to the client as SYSTEM_ERROR.
-	CreateTopic(t TopicInfo) (TopicInfo, error)
+	CreateTopic(t meta.TopicConfig) (meta.TopicConfig, error)
 }
-
-// Errors a Backend returns to select the broker's response code. A Backend
-// wraps them with the specifics (fmt.Errorf("...: %w", ErrX)); the broker
-// tests with errors.Is and sends err.Error() as the response remark.
-var (
-	// ErrServiceUnavailable means the store cannot take writes now for a
-	// reason unrelated to the message: disk full, read-only after an I/O
-	// error, closed, or this broker is a slave. It becomes
-	// SERVICE_NOT_AVAILABLE (14), which producers retry on another broker.
-	// Nothing was stored.
-	ErrServiceUnavailable = errors.New("service not available")
-	// ErrMessageIllegal means the message itself was rejected (too large,
-	// bad topic, properties too long). It becomes MESSAGE_ILLEGAL (13).
-	// Errors wrapping record.ErrInvalid, record.ErrTooLarge or
-	// record.ErrPropertiesTooLong are treated the same. Nothing was stored.
-	ErrMessageIllegal = errors.New("message illegal")
-	// ErrNotFound means ReadMessage found no message at the offset (never
-	// written, not a record boundary, or removed by retention).
-	ErrNotFound = errors.New("message not found")
-	// ErrNotSupported means the Backend lacks the capability (e.g.
-	// QueryMessages with no key index loaded). It becomes
-	// REQUEST_CODE_NOT_SUPPORTED (3).
-	ErrNotSupported = errors.New("not supported")
-	// ErrCorrupt means the stored bytes of a record are damaged (bad CRC,
-	// impossible lengths, a TOTALSIZE that disagrees with the consume
-	// queue). The record is never served as if it were whole: the answer
-	// is SYSTEM_ERROR with a remark naming the offset and the damage.
-	ErrCorrupt = errors.New("stored record is damaged")
-)
 
 // ReadAccess says how far this node's own log may be trusted to answer
 // reads. The broker asks Backend.ReadAccess once per pull round, offset
@@ -120,9 +69,10 @@ type ReadAccess struct {
 	// node's (a slave, connected or not): what it holds is right, but the
 	// absence of a record, a queue or a consumer offset is no evidence
 	// that none exists. A pull past the end of a queue as this node knows
-	// it (PullResult.BeyondEnd) is answered PULL_NOT_FOUND at the requested
-	// offset (caught up: the pull is held and re-read as data arrives),
-	// never PULL_OFFSET_MOVED; QUERY_CONSUMER_OFFSET for a group with no
+	// it is answered core.NotYetVisible by GetMessages (see there), so
+	// PULL_NOT_FOUND at the requested offset (caught up: the pull is held
+	// and re-read as data arrives), never PULL_OFFSET_MOVED;
+	// QUERY_CONSUMER_OFFSET for a group with no
 	// offset here is answered SYSTEM_BUSY (its offsets arrive with the
 	// master's metadata); commits are kept only where they raise the
 	// stored offset (the master's metadata merges into a slave by maximum,
@@ -132,16 +82,6 @@ type ReadAccess struct {
 
 // keepsOffsetsUp reports whether commits may only raise stored offsets.
 func (a ReadAccess) keepsOffsetsUp() bool { return a.Refused != "" || a.Trailing }
-
-// Appended is where one message of an Append was stored.
-type Appended struct {
-	// PhysOffset is the record's commitlog (physical) offset.
-	PhysOffset int64
-	// QueueOffset is the record's offset in its consume queue.
-	QueueOffset int64
-	// Size is the record's length in bytes; PhysOffset+Size is its end.
-	Size int32
-}
 
 // AckStatus is the outcome of waiting for a profile's acknowledgement
 // policy: the host's storehost.AckStatus, the one rule's answer, named here
@@ -157,90 +97,6 @@ const (
 	AckFlushSlaveTimeout = storehost.AckFlushSlaveTimeout
 	AckSlaveNotAvailable = storehost.AckSlaveNotAvailable
 )
-
-// PullStatus is the outcome of Backend.GetMessages, mirroring RocketMQ's
-// GetMessageStatus. The broker turns it into a response code with the table
-// of the store reference §9.6.
-type PullStatus int
-
-const (
-	// PullFound means at least one record is returned.
-	PullFound PullStatus = iota
-	// PullNoMessageInQueue means the queue exists but holds no message
-	// (max == min); NextOffset is max (0 for a queue never written).
-	PullNoMessageInQueue
-	// PullNoMatchedLogicQueue means there is no such queue yet;
-	// NextOffset is 0.
-	PullNoMatchedLogicQueue
-	// PullOffsetTooSmall means offset < min; NextOffset is min.
-	PullOffsetTooSmall
-	// PullOffsetOverflowOne means offset == max: the consumer is caught
-	// up; NextOffset is offset.
-	PullOffsetOverflowOne
-	// PullOffsetOverflowBadly means offset > max; NextOffset is max
-	// (never 0 unless the queue is empty).
-	PullOffsetOverflowBadly
-	// PullOffsetFoundNull means the consume-queue slice at offset is
-	// missing; NextOffset is where the next readable slice starts.
-	PullOffsetFoundNull
-	// PullNoMatchedMessage means entries were scanned but none passed the
-	// filter; NextOffset is past the scanned entries.
-	PullNoMatchedMessage
-	// PullMessageWasRemoving means the entries point at commitlog data
-	// retention has deleted; NextOffset is past them.
-	PullMessageWasRemoving
-	// PullNotYetVisible means offset may lie inside the queue although
-	// this node's consume queue does not reach it yet (the dispatcher is
-	// behind the visible end of the log, or the log trails a replica's):
-	// NextOffset is offset. The broker answers PULL_NOT_FOUND at offset,
-	// a caught-up consumer that waits, never PULL_OFFSET_MOVED.
-	PullNotYetVisible
-)
-
-// String returns RocketMQ's name for s.
-func (s PullStatus) String() string {
-	names := [...]string{"FOUND", "NO_MESSAGE_IN_QUEUE", "NO_MATCHED_LOGIC_QUEUE", "OFFSET_TOO_SMALL",
-		"OFFSET_OVERFLOW_ONE", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING",
-		"NOT_YET_VISIBLE"}
-	if int(s) >= 0 && int(s) < len(names) {
-		return names[s]
-	}
-	return "PullStatus(?)"
-}
-
-// PullResult is what Backend.GetMessages found.
-type PullResult struct {
-	Status PullStatus
-	// NextOffset is the queue offset the consumer should pull from next.
-	NextOffset int64
-	// MinOffset and MaxOffset bound the queue at the time of the read
-	// (max is the next offset to be written); both 0 for a missing queue.
-	MinOffset, MaxOffset int64
-	// Data is the stored records back to back, byte for byte as in the
-	// commitlog (RocketMQ v1 records, the wire format of a pull body).
-	// Non-empty exactly when Status is PullFound. The broker sends it
-	// without copying and does not retain it after the reply is written.
-	Data []byte
-	// Count is the number of records in Data.
-	Count int
-}
-
-// BeyondEnd reports whether r, the answer to a pull at offset, says that
-// offset lies past the end of the queue as this node knows it: the queue
-// is missing or empty with an end below offset (NO_MATCHED_LOGIC_QUEUE,
-// NO_MESSAGE_IN_QUEUE) or offset > max (OFFSET_OVERFLOW_BADLY). Such an
-// answer would move the consumer backwards; it is only right when this
-// node's queue is complete, which a node whose dispatcher is behind, or
-// whose log trails a replica's, cannot know.
-func (r PullResult) BeyondEnd(offset int64) bool {
-	switch r.Status {
-	case PullOffsetOverflowBadly:
-		return true
-	case PullNoMatchedLogicQueue, PullNoMessageInQueue:
-		return offset > r.NextOffset
-	}
-	return false
-}
 
 // QueryResult is what Backend.QueryMessages found.
 type QueryResult struct {
@@ -281,72 +137,75 @@ type Backend interface {
 	// field of each message except the ones the store assigns (queue and
 	// physical offsets, store timestamp). Append returns once the records
 	// are written and readable by replication (committed), not
-	// necessarily durable or visible to consumers; AwaitAck waits for the
-	// rest. The result has one entry per message, in order.
+	// necessarily durable or visible to consumers; AckNow and AckAsync
+	// wait for the rest. The result has one entry per message, in order.
 	//
 	// Calls from one connection are made in request order, from its read
 	// goroutine, so pipelined sends to one queue keep their order; Append
 	// should therefore not wait for anything slower than the write itself.
 	//
-	// Errors: wrapping ErrServiceUnavailable (disk full, read-only,
-	// closed, slave) or ErrMessageIllegal (or the record package's
-	// ErrInvalid / ErrTooLarge / ErrPropertiesTooLong); anything else is
-	// reported as SYSTEM_ERROR. On error nothing was stored.
-	Append(ctx context.Context, msgs []*record.Message) ([]Appended, error)
+	// Errors: core's sentinels as the store returns them, or errors
+	// wrapping ErrServiceUnavailable or ErrMessageIllegal; the broker picks
+	// the response code with errorCodes (anything it does not recognise
+	// is SYSTEM_ERROR). On error nothing was stored.
+	Append(ctx context.Context, msgs []*record.Message) ([]core.AppendResult, error)
 
-	// AwaitAck blocks until the records ending at physical offset end
-	// (exclusive) satisfy the profile's acknowledgement policy (durable on
-	// this machine, received by the required replicas, both, or nothing),
-	// or until the policy's own timeout expires, or ctx is done. It
-	// returns AckOK, or the status naming the guarantee that was not
-	// confirmed; the records stay stored in every case. When ctx is done
-	// the result is not used (the client is gone).
-	AwaitAck(ctx context.Context, end int64) AckStatus
-
-	// AckNow is AwaitAck without blocking: when the status of the records
-	// ending at end is known at once (the policy waits for nothing, or
-	// what it waits for has already happened, or it fails at once) it
-	// returns that status and true; otherwise false, and the caller uses
-	// AwaitAck. The broker answers a send on the connection's read
-	// goroutine when it can, which lets pipelined answers share a write.
+	// AckNow reports, without blocking, the acknowledgement of the
+	// records ending at physical offset end (exclusive) when it is known
+	// at once (the policy waits for nothing, or what it waits for has
+	// already happened, or it fails at once): that status and true;
+	// otherwise false, and the caller uses AckAsync. The broker answers a
+	// send on the connection's read goroutine when it can, which lets
+	// pipelined answers share a write.
 	AckNow(end int64) (AckStatus, bool)
 
-	// AckAsync is AwaitAck without a waiting goroutine: it arranges for
-	// done to be called exactly once with the status AwaitAck would
-	// return (without a ctx: the policy's own timeouts apply), possibly
-	// at once on the caller's goroutine, otherwise on whatever goroutine
-	// confirms or times out the wait, so done must be quick and must not
-	// block. It returns false, without calling done, when the backend
-	// cannot; the caller then uses AwaitAck.
-	AckAsync(end int64, done func(AckStatus)) bool
+	// AckAsync arranges for done to be called exactly once, when the
+	// records ending at physical offset end (exclusive) satisfy the
+	// profile's acknowledgement policy (durable on this machine, received
+	// by the required replicas, both, or nothing) or the policy's own
+	// timeout expires: with AckOK, or the status naming the guarantee
+	// that was not confirmed; the records stay stored in every case. done
+	// may run at once on the caller's goroutine, otherwise on whatever
+	// goroutine confirms or times out the wait, so it must be quick and
+	// must not block. No goroutine waits meanwhile.
+	AckAsync(end int64, done func(AckStatus))
 
 	// GetMessages reads up to maxCount records (and, beyond the first,
 	// at most maxBytes bytes) of topic/queueID starting at queue offset
 	// offset, skipping entries whose consume-queue tags code filter
-	// rejects (filter nil accepts all). Statuses are documented at
-	// PullStatus; positions outside the queue are reported through the
-	// status, not as errors. Only records visible to consumers (at or
-	// below the confirm offset) are returned. A status that would move
-	// the consumer backwards (PullResult.BeyondEnd) is only returned when
-	// the queue is known complete up to the visible end of the log;
-	// otherwise the status is PullNotYetVisible. An error means the read
+	// rejects (filter nil accepts all). Statuses are core.GetStatus's;
+	// positions outside the queue are reported through the status, not as
+	// errors. Only records visible to consumers (at or below the confirm
+	// offset) are returned. A status that would move the consumer
+	// backwards (a missing or empty queue whose end is below offset, or
+	// core.OffsetOverflowBadly) is only returned when the queue is known
+	// complete up to the visible end of the log; otherwise, and always on
+	// a node whose log trails another's (ReadAccess.Trailing), the status
+	// is core.NotYetVisible with NextOffset = offset. GetMessages blocks
+	// (until ctx is done at the latest) only to decide such an answer: a
+	// read at an offset below the queue's max (QueueOffsets) returns
+	// without waiting, and the broker makes such reads on the
+	// connection's read goroutine. Data is the stored
+	// records back to back, byte for byte (the wire format of a pull
+	// body), Sizes their lengths; the broker copies Data into the
+	// response frame and does not retain it. An error means the read
 	// itself failed (I/O, corruption: wrapping ErrCorrupt) and becomes
 	// SYSTEM_ERROR; the Backend reports it to operators (log, metric),
 	// since the consumer retries the same read every few seconds and the
 	// broker logs it at debug level only.
-	GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (PullResult, error)
+	GetMessages(ctx context.Context, topic string, queueID int32, offset int64, maxCount, maxBytes int, filter func(tagsCode int64) bool) (core.GetResult, error)
 
-	// WaitForData returns a channel that is closed once the queue
-	// topic/queueID may hold a consumer-visible message at or after queue
-	// offset offset — promptly (within milliseconds) after such a message
-	// becomes visible, and at once if one already is. Spurious closes are
-	// allowed: the broker re-reads after every wake-up. The channel may
-	// never be closed; the broker stops waiting when its own timeout
-	// fires or ctx is done, and the implementation must then release
-	// whatever it holds for this call (for example, by returning a
-	// shared per-queue broadcast channel that is replaced on every
-	// append, which needs no cleanup). It must not block.
-	WaitForData(ctx context.Context, topic string, queueID int32, offset int64) <-chan struct{}
+	// WaitForData registers a wait for the queue topic/queueID to hold a
+	// consumer-visible message at or after queue offset offset. The
+	// returned channel is closed promptly (within milliseconds) after
+	// such a message becomes visible, at once if one already is, and when
+	// the backend closes; a dispatch to another queue does not close it,
+	// but spurious closes are allowed: the broker re-reads after every
+	// wake-up. The broker calls stop exactly once when it stops waiting,
+	// woken or not (its own timeout, ctx done); stop releases what the
+	// wait holds and may be called after the channel was closed. It must
+	// not block.
+	WaitForData(topic string, queueID int32, offset int64) (wake <-chan struct{}, stop func())
 
 	// QueueOffsets returns the queue's min offset (oldest message still
 	// readable) and max offset (the next to be written, as visible to

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 )
 
@@ -309,21 +311,32 @@ func (b *Broker) maxReconsume(group string) int {
 	return DefaultMaxReconsumeTimes
 }
 
+// awaitAck waits for the acknowledgement of the records ending at end
+// (AckAsync's answer), or for ctx to end: the client is gone.
+func awaitAck(ctx context.Context, be Backend, end int64) {
+	done := make(chan struct{})
+	be.AckAsync(end, func(AckStatus) { close(done) })
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
 // groupTopicQueues is the queue count of retry and DLQ topics.
 const groupTopicQueues = 1
 
 // sendTopic finds or creates the topic of a send and checks it accepts
 // writes. A non-nil response is an error to return.
-func (b *Broker) sendTopic(req *Request, name string) (TopicInfo, *Command) {
+func (b *Broker) sendTopic(req *Request, name string) (meta.TopicConfig, *Command) {
 	auto := b.cfg.AutoCreateTopics || strings.HasPrefix(name, DLQGroupTopicPrefix)
-	t, ok, err := ensureTopic(b.be, name, auto, b.cfg.DefaultQueueNums)
+	t, ok, err := ensureValidTopic(b.be, name, auto, b.cfg.DefaultQueueNums)
 	if err != nil {
 		return t, NewResponse(req.Cmd, SystemError, err.Error())
 	}
 	if !ok {
 		return t, NewResponse(req.Cmd, TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", name))
 	}
-	if t.Perm != 0 && t.Perm&PermWrite == 0 {
+	if t.Perm != 0 && t.Perm&meta.PermWrite == 0 {
 		return t, NewResponse(req.Cmd, NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", name))
 	}
 	return t, nil
@@ -334,7 +347,7 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 	if err != nil {
 		return NewResponse(req.Cmd, MessageIllegal, err.Error())
 	}
-	if err := ValidateTopic(h.topic); err != nil {
+	if err := meta.ValidateTopicName(h.topic); err != nil {
 		return NewResponse(req.Cmd, MessageIllegal, err.Error())
 	}
 	if forbiddenSendTopics[h.topic] {
@@ -351,9 +364,9 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 	if resp != nil {
 		return resp
 	}
-	nq := max(t.WriteQueues, t.ReadQueues, 1)
+	nq := max(t.WriteQueueNums, t.ReadQueueNums, 1)
 	if h.queueID < 0 {
-		h.queueID = int32(b.rr.Add(1) % uint32(max(t.WriteQueues, 1)))
+		h.queueID = int32(b.rr.Add(1) % uint32(max(t.WriteQueueNums, 1)))
 	} else if h.queueID >= nq {
 		return NewResponse(req.Cmd, SystemError, fmt.Sprintf("request queueId[%d] is illegal, topic[%s] has %d queues", h.queueID, h.topic, nq))
 	}
@@ -431,20 +444,13 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 	if wait, ok := record.GetProperty(msgs[0].Properties, record.PropertyWaitStoreMsgOK); ok && wait == "false" {
 		return resp
 	}
-	last := res[len(res)-1]
-	end := last.PhysOffset + int64(last.Size)
+	end := res[len(res)-1].End()
 	if st, ok := b.be.AckNow(end); ok {
 		return withAckStatus(resp, st)
 	}
 	if reply, ok := req.Async(); ok {
-		if b.be.AckAsync(end, func(st AckStatus) { reply(withAckStatus(resp, st)) }) {
-			return nil
-		}
-		reply(nil) // frees the slot; AwaitAck below
+		b.be.AckAsync(end, func(st AckStatus) { reply(withAckStatus(resp, st)) })
 	}
-	req.Go(func(ctx context.Context) *Command {
-		return withAckStatus(resp, b.be.AwaitAck(ctx, end))
-	})
 	return nil
 }
 
@@ -461,18 +467,13 @@ func withAckStatus(resp *Command, st AckStatus) *Command {
 	return resp
 }
 
-// appendError maps a Backend.Append error to a response.
+// appendError is the response to a Backend.Append error (errorCodes).
 func (b *Broker) appendError(req *Request, err error) *Command {
-	switch {
-	case errors.Is(err, ErrServiceUnavailable):
-		return NewResponse(req.Cmd, ServiceNotAvailable, err.Error())
-	case errors.Is(err, ErrMessageIllegal), errors.Is(err, record.ErrInvalid),
-		errors.Is(err, record.ErrTooLarge), errors.Is(err, record.ErrPropertiesTooLong):
-		return NewResponse(req.Cmd, MessageIllegal, err.Error())
-	default:
+	code, remark := errorResponse(err)
+	if code == SystemError {
 		b.log.Error("remoting: append failed", "err", err)
-		return NewResponse(req.Cmd, SystemError, err.Error())
 	}
+	return NewResponse(req.Cmd, code, remark)
 }
 
 // ---- pull ----
@@ -509,38 +510,31 @@ func parsePullHeader(cmd *Command) (pullHeader, error) {
 
 // pullResponse builds the response for res per the store reference §9.6
 // table, and reports whether the consumer is caught up (a candidate for
-// long polling).
-//
-// acc is the node's ReadAccess for this round: on a node whose log trails
-// a replica's, an answer that would move the consumer backwards
-// (PullResult.BeyondEnd) becomes PullNotYetVisible.
-func pullResponse(req *Request, h *pullHeader, res PullResult, acc ReadAccess) (resp *Command, caughtUp bool) {
-	if acc.Trailing && res.BeyondEnd(h.offset) {
-		res.Status, res.NextOffset = PullNotYetVisible, h.offset
-	}
+// long polling). It only maps: whether an answer may move the consumer
+// backwards is the Backend's to decide (GetMessages answers
+// core.NotYetVisible where it may not).
+func pullResponse(req *Request, h *pullHeader, res core.GetResult) (resp *Command, caughtUp bool) {
 	next := res.NextOffset
 	var code int16
 	switch res.Status {
-	case PullFound:
+	case core.Found:
 		code = Success
-	case PullOffsetOverflowOne, PullNotYetVisible:
+	case core.OffsetOverflowOne, core.NotYetVisible:
 		// Caught up (or not yet here): wait at the requested offset.
 		code, next, caughtUp = PullNotFound, h.offset, true
-	case PullNoMessageInQueue, PullNoMatchedLogicQueue:
+	case core.NoMessageInQueue, core.NoMatchedLogicQueue:
 		// Empty or missing queue: next is its max (0 if never written).
 		if h.offset == next {
 			code, caughtUp = PullNotFound, true
 		} else {
 			code = PullOffsetMoved
 		}
-	case PullOffsetTooSmall:
+	case core.OffsetTooSmall:
 		code = PullOffsetMoved
-	case PullOffsetOverflowBadly:
+	case core.OffsetOverflowBadly:
 		// Corrected to max, never to 0 unless the queue is empty.
 		code, next = PullOffsetMoved, res.MaxOffset
-	case PullOffsetFoundNull:
-		code = PullNotFound
-	case PullNoMatchedMessage, PullMessageWasRemoving:
+	case core.NoMatchedMessage, core.MessageWasRemoving:
 		code = PullRetryImmediately
 	default:
 		code = SystemError
@@ -578,31 +572,55 @@ func (b *Broker) commitOffset(acc ReadAccess, group, topic string, q int32, off 
 	return b.be.CommitConsumerOffset(group, topic, q, off)
 }
 
+// handlePull answers PULL_MESSAGE in steps: parse, commit the piggy-backed
+// offset, check the topic and the subscription, then read. A pull whose
+// data is already there is answered on the read goroutine; one that may
+// have to wait (the consumer is caught up, or the read may block on the
+// dispatcher) runs on its own goroutine (pull).
 func (b *Broker) handlePull(req *Request) *Command {
 	h, err := parsePullHeader(req.Cmd)
 	if err != nil {
 		return NewResponse(req.Cmd, SystemError, err.Error())
 	}
 	acc := b.be.ReadAccess()
-	commit := func() {
-		if h.sysFlag&pullFlagCommitOffset != 0 && h.commitOffset >= 0 {
-			if err := b.commitOffset(acc, h.group, h.topic, h.queueID, h.commitOffset); err != nil {
-				b.log.Warn("remoting: committing offset piggy-backed on pull", "group", h.group, "topic", h.topic, "queue", h.queueID, "err", err)
-			}
-		}
-	}
 	if resp := readRefused(req, acc); resp != nil {
 		// The consumer's progress is kept (raised only) for when the
 		// node can answer again; the pull itself is refused.
-		commit()
+		b.commitPulled(acc, &h)
 		return resp
 	}
+	p, resp := b.pullPlan(req, &h)
+	if resp != nil {
+		return resp
+	}
+	b.commitPulled(acc, &h)
+	if _, hi := b.be.QueueOffsets(h.topic, h.queueID); h.offset < hi {
+		// Data is there: one read, no goroutine, unless it turns out
+		// the consumer is caught up after all (retention, a filter).
+		if resp, wait := b.pullRound(req, &h, p, acc); !wait {
+			return resp
+		}
+	}
+	req.Go(func(ctx context.Context) *Command { return b.pull(ctx, req, &h, p, acc) })
+	return nil
+}
+
+// pullPlan is what a pull reads, fixed before its first round.
+type pullPlan struct {
+	maxMsgs int
+	filter  func(tagsCode int64) bool
+	suspend time.Duration // 0: answer at once
+}
+
+// pullPlan checks the pull's topic and subscription and returns what to
+// read, or the response refusing the pull.
+func (b *Broker) pullPlan(req *Request, h *pullHeader) (pullPlan, *Command) {
 	t, ok := b.be.Topic(h.topic)
 	if !ok {
-		return NewResponse(req.Cmd, TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.topic))
+		return pullPlan{}, NewResponse(req.Cmd, TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.topic))
 	}
-	if t.Perm != 0 && t.Perm&PermRead == 0 {
-		return NewResponse(req.Cmd, NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic))
+	if t.Perm != 0 && t.Perm&meta.PermRead == 0 {
+		return pullPlan{}, NewResponse(req.Cmd, NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic))
 	}
 	var sub subscription
 	if h.sysFlag&pullFlagSubscription != 0 && h.subscription != "" {
@@ -611,63 +629,84 @@ func (b *Broker) handlePull(req *Request) *Command {
 		sub = s
 	}
 	if sub.isSQL() {
-		return NewResponse(req.Cmd, SubscriptionParseFailed, fmt.Sprintf("expression type %q is not supported (only TAG)", sub.ExpressionType))
+		return pullPlan{}, NewResponse(req.Cmd, SubscriptionParseFailed, fmt.Sprintf("expression type %q is not supported (only TAG)", sub.ExpressionType))
 	}
-	commit()
-	maxMsgs := min(max(h.maxMsgs, 1), b.cfg.MaxPullCount)
-	filter := sub.filter()
-	suspend := time.Duration(0)
+	p := pullPlan{maxMsgs: min(max(h.maxMsgs, 1), b.cfg.MaxPullCount), filter: sub.filter()}
 	if h.sysFlag&pullFlagSuspend != 0 {
-		suspend = min(h.suspend, b.cfg.MaxSuspend)
+		p.suspend = min(h.suspend, b.cfg.MaxSuspend)
 	}
-	req.Go(func(ctx context.Context) *Command {
-		return b.pull(ctx, req, &h, maxMsgs, filter, suspend)
-	})
-	return nil
+	return p, nil
 }
 
-// pull runs a pull, holding it up to suspend while the consumer is caught
-// up. Each round registers with WaitForData before reading, so an append
-// between the read and the wait cannot be missed.
-func (b *Broker) pull(ctx context.Context, req *Request, h *pullHeader, maxMsgs int, filter func(int64) bool, suspend time.Duration) *Command {
+// commitPulled stores the consumer offset a pull carries, if it carries one.
+func (b *Broker) commitPulled(acc ReadAccess, h *pullHeader) {
+	if h.sysFlag&pullFlagCommitOffset == 0 || h.commitOffset < 0 {
+		return
+	}
+	if err := b.commitOffset(acc, h.group, h.topic, h.queueID, h.commitOffset); err != nil {
+		b.log.Warn("remoting: committing offset piggy-backed on pull", "group", h.group, "topic", h.topic, "queue", h.queueID, "err", err)
+	}
+}
+
+// pullRound reads once for a pull and reports whether the pull should be
+// held (the consumer is caught up and asked to wait) rather than answered
+// with resp.
+func (b *Broker) pullRound(req *Request, h *pullHeader, p pullPlan, acc ReadAccess) (resp *Command, wait bool) {
+	if resp := readRefused(req, acc); resp != nil {
+		return resp, false
+	}
+	res, err := b.be.GetMessages(req.Context(), h.topic, h.queueID, h.offset, p.maxMsgs, b.cfg.MaxPullBytes, p.filter)
+	if err != nil {
+		// The consumer retries this read every few seconds; the
+		// Backend reports the failure to operators once.
+		b.log.Debug("remoting: pull read failed", "topic", h.topic, "queue", h.queueID, "offset", h.offset, "err", err)
+		return NewResponse(req.Cmd, SystemError, err.Error()), false
+	}
+	resp, caughtUp := pullResponse(req, h, res)
+	return resp, caughtUp && p.suspend > 0
+}
+
+// pull runs a pull, holding it up to p.suspend while the consumer is
+// caught up. Each round registers with WaitForData before reading, so an
+// append between the read and the wait cannot be missed. acc is the
+// ReadAccess handlePull was given, the first round's.
+func (b *Broker) pull(ctx context.Context, req *Request, h *pullHeader, p pullPlan, acc ReadAccess) *Command {
 	var deadline <-chan time.Time
-	for {
+	for round := 0; ; round++ {
 		var wake <-chan struct{}
-		if suspend > 0 {
-			wake = b.be.WaitForData(ctx, h.topic, h.queueID, h.offset)
+		stop := func() {}
+		if p.suspend > 0 {
+			wake, stop = b.be.WaitForData(h.topic, h.queueID, h.offset)
 		}
-		// Asked every round: a held pull must not outlive a fence that
-		// rose meanwhile.
-		acc := b.be.ReadAccess()
-		if resp := readRefused(req, acc); resp != nil {
-			return resp
+		// Asked again every later round: a held pull must not outlive a
+		// fence that rose meanwhile.
+		if round > 0 {
+			acc = b.be.ReadAccess()
 		}
-		res, err := b.be.GetMessages(ctx, h.topic, h.queueID, h.offset, maxMsgs, b.cfg.MaxPullBytes, filter)
-		if err != nil {
-			// The consumer retries this read every few seconds; the
-			// Backend reports the failure to operators once.
-			b.log.Debug("remoting: pull read failed", "topic", h.topic, "queue", h.queueID, "offset", h.offset, "err", err)
-			return NewResponse(req.Cmd, SystemError, err.Error())
-		}
-		resp, caughtUp := pullResponse(req, h, res, acc)
-		if !caughtUp || suspend <= 0 {
+		resp, wait := b.pullRound(req, h, p, acc)
+		if !wait {
+			stop()
 			return resp
 		}
 		if deadline == nil {
-			timer := time.NewTimer(suspend)
+			timer := time.NewTimer(p.suspend)
 			defer timer.Stop()
 			deadline = timer.C
 		}
 		select {
 		case <-wake:
+			stop()
 		case <-deadline:
+			stop()
 			return resp
 		case <-b.stop:
 			// Shutting down: answer "nothing new" now, so the consumer
 			// does not sit out its pull timeout on a connection that is
 			// about to close, and reconnects at once.
+			stop()
 			return resp
 		case <-ctx.Done():
+			stop()
 			return nil
 		}
 	}
@@ -964,7 +1003,7 @@ func (b *Broker) handleSendBack(req *Request) *Command {
 			return b.appendError(req, err)
 		}
 		if len(res) == 1 {
-			b.be.AwaitAck(ctx, res[0].PhysOffset+int64(res[0].Size))
+			awaitAck(ctx, b.be, res[0].End())
 		}
 		return NewResponse(req.Cmd, Success, "")
 	})
@@ -1018,10 +1057,10 @@ func (b *Broker) handleQueryMessage(req *Request) *Command {
 	}
 	req.Go(func(ctx context.Context) *Command {
 		qr, err := b.be.QueryMessages(ctx, topic, key, max(maxNum, 1), begin, end)
-		if errors.Is(err, ErrNotSupported) {
-			return NewResponse(req.Cmd, RequestCodeNotSupported, fmt.Sprintf("query by key is not available: %v", err))
-		}
 		if err != nil {
+			if code, _ := errorResponse(err); code == RequestCodeNotSupported {
+				return NewResponse(req.Cmd, code, fmt.Sprintf("query by key is not available: %v", err))
+			}
 			return NewResponse(req.Cmd, SystemError, fmt.Sprintf("query by key: %v", err))
 		}
 		if len(qr.Records) == 0 {

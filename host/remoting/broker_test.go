@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 )
 
@@ -196,11 +198,11 @@ func TestSendTopicNotExistWithoutAutoCreate(t *testing.T) {
 	if r := e.send(t, c, "Nope", 0, "x", ""); r.Code != TopicNotExist {
 		t.Fatalf("got %+v", r)
 	}
-	e.be.CreateTopic(TopicInfo{Name: "Yes", ReadQueues: 2, WriteQueues: 2, Perm: PermReadWrite})
+	e.be.CreateTopic(meta.TopicConfig{TopicName: "Yes", ReadQueueNums: 2, WriteQueueNums: 2, Perm: meta.PermRead | meta.PermWrite})
 	if r := e.send(t, c, "Yes", 1, "x", ""); r.Code != Success {
 		t.Fatalf("got %+v", r)
 	}
-	e.be.CreateTopic(TopicInfo{Name: "RO", ReadQueues: 1, WriteQueues: 1, Perm: PermRead})
+	e.be.CreateTopic(meta.TopicConfig{TopicName: "RO", ReadQueueNums: 1, WriteQueueNums: 1, Perm: meta.PermRead})
 	if r := e.send(t, c, "RO", 0, "x", ""); r.Code != NoPermission {
 		t.Fatalf("read-only topic: %+v", r)
 	}
@@ -209,7 +211,7 @@ func TestSendTopicNotExistWithoutAutoCreate(t *testing.T) {
 func TestSendStatusMapping(t *testing.T) {
 	e := newBrokerEnv(t, BrokerConfig{AutoCreateTopics: true})
 	c := dialTest(t, e.addr)
-	for _, mode := range []int{ackInline, ackCallback, ackGoroutine} {
+	for _, mode := range []int{ackInline, ackCallback} {
 		for _, tc := range []struct {
 			ack  AckStatus
 			code int16
@@ -235,6 +237,13 @@ func TestSendStatusMapping(t *testing.T) {
 		{fmt.Errorf("bad: %w", record.ErrTooLarge), MessageIllegal, "too large"},
 		{fmt.Errorf("bad: %w", ErrMessageIllegal), MessageIllegal, "illegal"},
 		{fmt.Errorf("io error"), SystemError, "io error"},
+		// core's sentinels, as the host returns them, with the remarks
+		// the host's rewrapping used to give.
+		{fmt.Errorf("appends refused above 90%% disk usage: %w", core.ErrDiskFull), ServiceNotAvailable, "service not available: the broker's disk is full: appends refused"},
+		{fmt.Errorf("append to T: %w: %w", core.ErrMessage, record.ErrTooLarge), MessageIllegal, "message illegal: append to T"},
+		{fmt.Errorf("write stall: %w", core.ErrBusy), ServiceNotAvailable, "service not available: write stall"},
+		{core.ErrReadOnly, ServiceNotAvailable, "service not available: store is read-only"},
+		{core.ErrClosed, ServiceNotAvailable, "service not available: store closed"},
 	} {
 		e.be.mu.Lock()
 		e.be.appendErr = tc.err
@@ -249,7 +258,7 @@ func TestSendStatusMapping(t *testing.T) {
 // A send waiting for its acknowledgement must not hold up the connection's
 // other requests, nor later sends' appends (which keep request order).
 func TestSendAckDoesNotBlockConnection(t *testing.T) {
-	for _, mode := range []int{ackCallback, ackGoroutine} {
+	for _, mode := range []int{ackCallback} {
 		t.Run(strconv.Itoa(mode), func(t *testing.T) { testSendAckDoesNotBlockConnection(t, mode) })
 	}
 }
@@ -369,7 +378,7 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 func TestLongPollOnNewQueueWakes(t *testing.T) {
 	// A consumer of a queue that was never written long-polls too.
 	e := newBrokerEnv(t, BrokerConfig{AutoCreateTopics: true})
-	e.be.CreateTopic(TopicInfo{Name: "NEW", ReadQueues: 1, WriteQueues: 1, Perm: PermReadWrite})
+	e.be.CreateTopic(meta.TopicConfig{TopicName: "NEW", ReadQueueNums: 1, WriteQueueNums: 1, Perm: meta.PermRead | meta.PermWrite})
 	c := dialTest(t, e.addr)
 	ch := c.start(&Command{Code: CodePullMessage, ExtFields: FieldsOf(pullExt("G", "NEW", 0, 0, 10000))})
 	time.Sleep(50 * time.Millisecond)
@@ -414,31 +423,30 @@ func TestPullResponseTable(t *testing.T) {
 	cases := []struct {
 		name     string
 		offset   int64
-		res      PullResult
+		res      core.GetResult
 		code     int16
 		next     int64
 		caughtUp bool
 	}{
-		{"empty queue at 0", 0, PullResult{Status: PullNoMessageInQueue}, PullNotFound, 0, true},
-		{"empty queue at 5", 5, PullResult{Status: PullNoMessageInQueue}, PullOffsetMoved, 0, false},
-		{"no queue at 0", 0, PullResult{Status: PullNoMatchedLogicQueue}, PullNotFound, 0, true},
-		{"no queue at 3", 3, PullResult{Status: PullNoMatchedLogicQueue}, PullOffsetMoved, 0, false},
-		{"drained queue at max", 10, PullResult{Status: PullNoMessageInQueue, NextOffset: 10, MinOffset: 10, MaxOffset: 10}, PullNotFound, 10, true},
-		{"drained queue below max", 4, PullResult{Status: PullNoMessageInQueue, NextOffset: 10, MinOffset: 10, MaxOffset: 10}, PullOffsetMoved, 10, false},
-		{"too small", 2, PullResult{Status: PullOffsetTooSmall, NextOffset: 5, MinOffset: 5, MaxOffset: 9}, PullOffsetMoved, 5, false},
-		{"overflow one", 9, PullResult{Status: PullOffsetOverflowOne, NextOffset: 9, MinOffset: 0, MaxOffset: 9}, PullNotFound, 9, true},
-		{"overflow badly, min 0", 50, PullResult{Status: PullOffsetOverflowBadly, NextOffset: 9, MinOffset: 0, MaxOffset: 9}, PullOffsetMoved, 9, false},
-		{"overflow badly, backend said 0", 50, PullResult{Status: PullOffsetOverflowBadly, NextOffset: 0, MinOffset: 0, MaxOffset: 9}, PullOffsetMoved, 9, false},
-		{"found null", 3, PullResult{Status: PullOffsetFoundNull, NextOffset: 7, MaxOffset: 9}, PullNotFound, 7, false},
-		{"no matched message", 3, PullResult{Status: PullNoMatchedMessage, NextOffset: 9, MaxOffset: 9}, PullRetryImmediately, 9, false},
-		{"was removing", 3, PullResult{Status: PullMessageWasRemoving, NextOffset: 6, MaxOffset: 9}, PullRetryImmediately, 6, false},
-		{"found", 3, PullResult{Status: PullFound, NextOffset: 5, MaxOffset: 9, Data: []byte("xx"), Count: 2}, Success, 5, false},
+		{"empty queue at 0", 0, core.GetResult{Status: core.NoMessageInQueue}, PullNotFound, 0, true},
+		{"empty queue at 5", 5, core.GetResult{Status: core.NoMessageInQueue}, PullOffsetMoved, 0, false},
+		{"no queue at 0", 0, core.GetResult{Status: core.NoMatchedLogicQueue}, PullNotFound, 0, true},
+		{"no queue at 3", 3, core.GetResult{Status: core.NoMatchedLogicQueue}, PullOffsetMoved, 0, false},
+		{"drained queue at max", 10, core.GetResult{Status: core.NoMessageInQueue, NextOffset: 10, MinOffset: 10, MaxOffset: 10}, PullNotFound, 10, true},
+		{"drained queue below max", 4, core.GetResult{Status: core.NoMessageInQueue, NextOffset: 10, MinOffset: 10, MaxOffset: 10}, PullOffsetMoved, 10, false},
+		{"too small", 2, core.GetResult{Status: core.OffsetTooSmall, NextOffset: 5, MinOffset: 5, MaxOffset: 9}, PullOffsetMoved, 5, false},
+		{"overflow one", 9, core.GetResult{Status: core.OffsetOverflowOne, NextOffset: 9, MinOffset: 0, MaxOffset: 9}, PullNotFound, 9, true},
+		{"overflow badly, min 0", 50, core.GetResult{Status: core.OffsetOverflowBadly, NextOffset: 9, MinOffset: 0, MaxOffset: 9}, PullOffsetMoved, 9, false},
+		{"overflow badly, backend said 0", 50, core.GetResult{Status: core.OffsetOverflowBadly, NextOffset: 0, MinOffset: 0, MaxOffset: 9}, PullOffsetMoved, 9, false},
+		{"no matched message", 3, core.GetResult{Status: core.NoMatchedMessage, NextOffset: 9, MaxOffset: 9}, PullRetryImmediately, 9, false},
+		{"was removing", 3, core.GetResult{Status: core.MessageWasRemoving, NextOffset: 6, MaxOffset: 9}, PullRetryImmediately, 6, false},
+		{"found", 3, core.GetResult{Status: core.Found, NextOffset: 5, MaxOffset: 9, Data: []byte("xx"), Sizes: []int32{1, 1}}, Success, 5, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &Request{Cmd: &Command{Code: CodePullMessage, Opaque: 1}}
 			h := &pullHeader{offset: tc.offset}
-			resp, cu := pullResponse(req, h, tc.res, ReadAccess{})
+			resp, cu := pullResponse(req, h, tc.res)
 			if resp.Code != tc.code || extInt(t, resp, "nextBeginOffset") != tc.next || cu != tc.caughtUp {
 				t.Fatalf("code %d next %s caughtUp %v; want %d %d %v", resp.Code, resp.Ext("nextBeginOffset"), cu, tc.code, tc.next, tc.caughtUp)
 			}
@@ -464,7 +472,7 @@ func TestPullOffsetCorrection(t *testing.T) {
 	e.be.mu.Lock()
 	e.be.minOff[qkey("OC", 0)] = 2 // retention removed 0 and 1
 	e.be.mu.Unlock()
-	e.be.CreateTopic(TopicInfo{Name: "EMPTY", ReadQueues: 1, WriteQueues: 1, Perm: PermReadWrite})
+	e.be.CreateTopic(meta.TopicConfig{TopicName: "EMPTY", ReadQueueNums: 1, WriteQueueNums: 1, Perm: meta.PermRead | meta.PermWrite})
 	for _, tc := range []struct {
 		topic  string
 		offset int64

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 )
 
@@ -17,17 +19,17 @@ type fakeBackend struct {
 	queues  map[string][]fakeEntry // key topic/queue
 	minOff  map[string]int64       // simulated retention: entries below are gone
 	wake    map[string]chan struct{}
-	topics  map[string]TopicInfo
+	topics  map[string]meta.TopicConfig
 	offsets map[string]int64
 	maxBody int
 	maxRec  map[string]int
 
 	appendErr error     // returned by Append when set
-	ackStatus AckStatus // returned by AwaitAck
+	ackStatus AckStatus // the acknowledgement's answer
 	ackGate   chan struct{}
 	// ackMode chooses how a send's ack is answered: ackInline (AckNow
-	// when no gate is set), ackCallback (AckNow declines, AckAsync
-	// answers) or ackGoroutine (both decline: AwaitAck on req.Go).
+	// when no gate is set) or ackCallback (AckNow declines, AckAsync
+	// answers).
 	ackMode  int
 	indexOff bool
 	appends  int
@@ -73,7 +75,7 @@ func newFakeBackend() *fakeBackend {
 		queues:  map[string][]fakeEntry{},
 		minOff:  map[string]int64{},
 		wake:    map[string]chan struct{}{},
-		topics:  map[string]TopicInfo{},
+		topics:  map[string]meta.TopicConfig{},
 		offsets: map[string]int64{},
 		maxRec:  map[string]int{},
 		maxBody: 1 << 20,
@@ -82,32 +84,32 @@ func newFakeBackend() *fakeBackend {
 
 func qkey(topic string, q int32) string { return fmt.Sprintf("%s/%d", topic, q) }
 
-func (f *fakeBackend) Topic(name string) (TopicInfo, bool) {
+func (f *fakeBackend) Topic(name string) (meta.TopicConfig, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.topics[name]
 	return t, ok
 }
 
-func (f *fakeBackend) CreateTopic(t TopicInfo) (TopicInfo, error) {
+func (f *fakeBackend) CreateTopic(t meta.TopicConfig) (meta.TopicConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if old, ok := f.topics[t.Name]; ok {
+	if old, ok := f.topics[t.TopicName]; ok {
 		return old, nil
 	}
-	f.topics[t.Name] = t
+	f.topics[t.TopicName] = t
 	return t, nil
 }
 
 func (f *fakeBackend) MaxMessageSize() int { return f.maxBody }
 
-func (f *fakeBackend) Append(ctx context.Context, msgs []*record.Message) ([]Appended, error) {
+func (f *fakeBackend) Append(ctx context.Context, msgs []*record.Message) ([]core.AppendResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.appendErr != nil {
 		return nil, f.appendErr
 	}
-	var out []Appended
+	var out []core.AppendResult
 	var encoded [][]byte
 	for _, m := range msgs {
 		b, err := record.Encode(nil, m, record.Limits{MaxMessageSize: f.maxBody})
@@ -127,7 +129,7 @@ func (f *fakeBackend) Append(ctx context.Context, msgs []*record.Message) ([]App
 		f.log = append(f.log, b...)
 		tags, _ := record.GetProperty(m.Properties, record.PropertyTags)
 		f.queues[k] = append(f.queues[k], fakeEntry{phys: phys, size: int32(len(b)), tags: record.TagsHashCode(tags), storeTS: ts})
-		out = append(out, Appended{PhysOffset: phys, QueueOffset: qo, Size: int32(len(b))})
+		out = append(out, core.AppendResult{PhysOffset: phys, QueueOffset: qo, Size: int32(len(b)), StoreTimestamp: ts})
 		if ch := f.wake[k]; ch != nil {
 			close(ch)
 			delete(f.wake, k)
@@ -136,23 +138,9 @@ func (f *fakeBackend) Append(ctx context.Context, msgs []*record.Message) ([]App
 	return out, nil
 }
 
-func (f *fakeBackend) AwaitAck(ctx context.Context, end int64) AckStatus {
-	f.mu.Lock()
-	gate, st := f.ackGate, f.ackStatus
-	f.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-		}
-	}
-	return st
-}
-
 const (
 	ackInline = iota
 	ackCallback
-	ackGoroutine
 )
 
 func (f *fakeBackend) AckNow(end int64) (AckStatus, bool) {
@@ -164,95 +152,108 @@ func (f *fakeBackend) AckNow(end int64) (AckStatus, bool) {
 	return f.ackStatus, true
 }
 
-// AckAsync answers unless ackMode is ackGoroutine; with a gate, from a
-// goroutine once the gate opens (as a flusher would).
-func (f *fakeBackend) AckAsync(end int64, done func(AckStatus)) bool {
+// AckAsync answers at once, or with a gate, from a goroutine once the gate
+// opens (as a flusher would).
+func (f *fakeBackend) AckAsync(end int64, done func(AckStatus)) {
 	f.mu.Lock()
-	gate, st, mode := f.ackGate, f.ackStatus, f.ackMode
+	gate, st := f.ackGate, f.ackStatus
 	f.mu.Unlock()
-	if mode == ackGoroutine {
-		return false
-	}
 	if gate == nil {
 		done(st)
-		return true
+		return
 	}
 	go func() {
 		<-gate
 		done(st)
 	}()
-	return true
 }
 
 func (f *fakeBackend) bounds(k string) (lo, hi int64) {
 	return f.minOff[k], int64(len(f.queues[k]))
 }
 
-func (f *fakeBackend) GetMessages(ctx context.Context, topic string, q int32, offset int64, maxCount, maxBytes int, filter func(int64) bool) (PullResult, error) {
+// GetMessages follows the Backend contract as the host does, with a
+// complete queue except on a Trailing node, where an answer past the end
+// is core.NotYetVisible.
+func (f *fakeBackend) GetMessages(ctx context.Context, topic string, q int32, offset int64, maxCount, maxBytes int, filter func(int64) bool) (core.GetResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.getErr != nil {
-		return PullResult{}, f.getErr
+		return core.GetResult{}, f.getErr
 	}
+	res := f.read(topic, q, offset, maxCount, maxBytes, filter)
+	if f.access.Trailing {
+		switch {
+		case res.Status == core.OffsetOverflowBadly,
+			(res.Status == core.NoMatchedLogicQueue || res.Status == core.NoMessageInQueue) && offset > res.NextOffset:
+			return core.GetResult{Status: core.NotYetVisible, NextOffset: offset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}, nil
+		}
+	}
+	return res, nil
+}
+
+func (f *fakeBackend) read(topic string, q int32, offset int64, maxCount, maxBytes int, filter func(int64) bool) core.GetResult {
 	k := qkey(topic, q)
 	ents, exists := f.queues[k]
 	if !exists {
-		return PullResult{Status: PullNoMatchedLogicQueue}, nil
+		return core.GetResult{Status: core.NoMatchedLogicQueue}
 	}
 	lo, hi := f.bounds(k)
-	res := PullResult{MinOffset: lo, MaxOffset: hi}
+	res := core.GetResult{MinOffset: lo, MaxOffset: hi}
 	switch {
 	case lo == hi:
-		res.Status, res.NextOffset = PullNoMessageInQueue, hi
-		return res, nil
+		res.Status, res.NextOffset = core.NoMessageInQueue, hi
+		return res
 	case offset < lo:
-		res.Status, res.NextOffset = PullOffsetTooSmall, lo
-		return res, nil
+		res.Status, res.NextOffset = core.OffsetTooSmall, lo
+		return res
 	case offset == hi:
-		res.Status, res.NextOffset = PullOffsetOverflowOne, offset
-		return res, nil
+		res.Status, res.NextOffset = core.OffsetOverflowOne, offset
+		return res
 	case offset > hi:
-		res.Status, res.NextOffset = PullOffsetOverflowBadly, hi
-		return res, nil
+		res.Status, res.NextOffset = core.OffsetOverflowBadly, hi
+		return res
 	}
 	next := offset
-	for i := offset; i < hi && res.Count < maxCount; i++ {
+	for i := offset; i < hi && len(res.Sizes) < maxCount; i++ {
 		next = i + 1
 		e := ents[i]
 		if filter != nil && !filter(e.tags) {
 			continue
 		}
-		if res.Count > 0 && len(res.Data)+int(e.size) > maxBytes {
+		if len(res.Sizes) > 0 && len(res.Data)+int(e.size) > maxBytes {
 			next = i
 			break
 		}
 		res.Data = append(res.Data, f.log[e.phys:e.phys+int64(e.size)]...)
-		res.Count++
+		res.Sizes = append(res.Sizes, e.size)
 	}
 	res.NextOffset = next
-	if res.Count > 0 {
-		res.Status = PullFound
+	if len(res.Sizes) > 0 {
+		res.Status = core.Found
 	} else {
-		res.Status = PullNoMatchedMessage
+		res.Status = core.NoMatchedMessage
 	}
-	return res, nil
+	return res
 }
 
-func (f *fakeBackend) WaitForData(ctx context.Context, topic string, q int32, offset int64) <-chan struct{} {
+// WaitForData hands out one broadcast channel per queue, closed and
+// dropped by the next Append to it; stop has nothing to release.
+func (f *fakeBackend) WaitForData(topic string, q int32, offset int64) (<-chan struct{}, func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := qkey(topic, q)
 	if int64(len(f.queues[k])) > offset {
 		c := make(chan struct{})
 		close(c)
-		return c
+		return c, func() {}
 	}
 	ch := f.wake[k]
 	if ch == nil {
 		ch = make(chan struct{})
 		f.wake[k] = ch
 	}
-	return ch
+	return ch, func() {}
 }
 
 func (f *fakeBackend) QueueOffsets(topic string, q int32) (int64, int64) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/keelmq/keel/core/meta"
 )
 
 // Reserved topic-name prefixes and names.
@@ -140,24 +142,46 @@ func compactJSON(v any) []byte {
 }
 
 // ensureTopic returns topic's configuration, creating it when allowed:
-// retry topics always (one queue), others when auto is set.
-func ensureTopic(tt TopicTable, name string, auto bool, queues int32) (TopicInfo, bool, error) {
+// retry topics always (one queue), others when auto is set. A name that is
+// not a valid topic name (meta.ValidateTopicName) is never created: the
+// answer is "no such topic". The name is checked only when the topic is
+// missing, and then once.
+func ensureTopic(tt TopicTable, name string, auto bool, queues int32) (meta.TopicConfig, bool, error) {
 	if t, ok := tt.Topic(name); ok {
 		return t, true, nil
 	}
-	isRetry := strings.HasPrefix(name, RetryGroupTopicPrefix)
-	if !auto && !isRetry {
-		return TopicInfo{}, false, nil
+	if !creatable(name, auto) || meta.ValidateTopicName(name) != nil {
+		return meta.TopicConfig{}, false, nil
 	}
-	if err := ValidateTopic(name); err != nil {
-		return TopicInfo{}, false, nil
+	return createTopic(tt, name, queues)
+}
+
+// ensureValidTopic is ensureTopic for a name the caller has validated.
+func ensureValidTopic(tt TopicTable, name string, auto bool, queues int32) (meta.TopicConfig, bool, error) {
+	if t, ok := tt.Topic(name); ok {
+		return t, true, nil
 	}
-	if isRetry {
-		queues = 1
+	if !creatable(name, auto) {
+		return meta.TopicConfig{}, false, nil
 	}
-	t, err := tt.CreateTopic(TopicInfo{Name: name, ReadQueues: queues, WriteQueues: queues, Perm: PermReadWrite})
+	return createTopic(tt, name, queues)
+}
+
+// creatable reports whether a missing topic may be created: retry topics
+// always, others when auto is set.
+func creatable(name string, auto bool) bool {
+	return auto || strings.HasPrefix(name, RetryGroupTopicPrefix)
+}
+
+// createTopic creates a read-write topic of queues queues (one for a retry
+// topic), or returns the one a concurrent creation made.
+func createTopic(tt TopicTable, name string, queues int32) (meta.TopicConfig, bool, error) {
+	if strings.HasPrefix(name, RetryGroupTopicPrefix) {
+		queues = groupTopicQueues
+	}
+	t, err := tt.CreateTopic(meta.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: meta.PermRead | meta.PermWrite})
 	if err != nil {
-		return TopicInfo{}, false, fmt.Errorf("creating topic %q: %w", name, err)
+		return meta.TopicConfig{}, false, fmt.Errorf("creating topic %q: %w", name, err)
 	}
 	return t, true, nil
 }
@@ -175,15 +199,15 @@ func (n *NameServer) handleRoute(req *Request) *Command {
 	id := n.src.Identity().withDefaults()
 	perm := t.Perm
 	if perm == 0 {
-		perm = PermReadWrite
+		perm = meta.PermRead | meta.PermWrite
 	}
 	route := topicRouteData{
 		QueueDatas: []queueData{{
 			BrokerName:     id.Name,
-			ReadQueueNums:  max(t.ReadQueues, 1),
-			WriteQueueNums: max(t.WriteQueues, 1),
+			ReadQueueNums:  max(t.ReadQueueNums, 1),
+			WriteQueueNums: max(t.WriteQueueNums, 1),
 			Perm:           perm,
-			TopicSysFlag:   t.SysFlag,
+			TopicSysFlag:   t.TopicSysFlag,
 		}},
 		BrokerDatas:       []brokerData{id.brokerData()},
 		FilterServerTable: map[string]json.RawMessage{},
@@ -202,22 +226,4 @@ func (n *NameServer) handleClusterInfo(req *Request) *Command {
 	resp := NewResponse(req.Cmd, Success, "")
 	resp.Body = compactJSON(ci)
 	return resp
-}
-
-// ValidateTopic checks a topic name as RocketMQ does: 1..127 bytes of
-// [A-Za-z0-9_%|-]. The error says what is wrong.
-func ValidateTopic(name string) error {
-	if name == "" {
-		return fmt.Errorf("topic name is empty")
-	}
-	if len(name) > 127 {
-		return fmt.Errorf("topic name %.32q... is %d bytes, longer than 127", name, len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|') {
-			return fmt.Errorf("topic name %q contains illegal character %q (allowed: A-Z a-z 0-9 _ - %% |)", name, c)
-		}
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/keelmq/keel/core/meta"
 )
 
 func newNameEnv(t *testing.T, cfg NameServerConfig, id BrokerIdentity) (*fakeBackend, *testClient) {
@@ -86,11 +88,11 @@ func TestRouteAutoCreate(t *testing.T) {
 		t.Fatalf("retry route %+v %s", r, r.Body)
 	}
 	// An existing topic is served as configured.
-	be.CreateTopic(TopicInfo{Name: "E", ReadQueues: 3, WriteQueues: 2, Perm: PermRead})
+	be.CreateTopic(meta.TopicConfig{TopicName: "E", ReadQueueNums: 3, WriteQueueNums: 2, Perm: meta.PermRead})
 	r = c.call(CodeGetRouteInfoByTopic, map[string]string{"topic": "E"}, nil)
 	route = topicRouteData{}
 	json.Unmarshal(r.Body, &route)
-	if q := route.QueueDatas[0]; q.ReadQueueNums != 3 || q.WriteQueueNums != 2 || q.Perm != PermRead {
+	if q := route.QueueDatas[0]; q.ReadQueueNums != 3 || q.WriteQueueNums != 2 || q.Perm != meta.PermRead {
 		t.Fatalf("existing topic route %+v", q)
 	}
 	// Invalid names never get a route.
@@ -107,8 +109,8 @@ func TestValidateTopic(t *testing.T) {
 		"T": true, "%RETRY%g-1_a|b": true, strings.Repeat("x", 127): true,
 		"": false, strings.Repeat("x", 128): false, "a.b": false, "a/b": false, "ü": false,
 	} {
-		if err := ValidateTopic(name); (err == nil) != ok {
-			t.Errorf("ValidateTopic(%q) = %v", name, err)
+		if err := meta.ValidateTopicName(name); (err == nil) != ok {
+			t.Errorf("meta.ValidateTopicName(%q) = %v", name, err)
 		}
 	}
 }

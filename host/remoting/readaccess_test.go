@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/meta"
 )
 
 // The tests in this file pin the broker's side of ReadAccess: a node whose
@@ -151,12 +154,12 @@ func TestTrailingPullPastEndWaits(t *testing.T) {
 	for i := range 5 {
 		e.send(t, c, "TQ", 0, strconv.Itoa(i), "")
 	}
-	e.be.CreateTopic(TopicInfo{Name: "TEMPTY", ReadQueues: 1, WriteQueues: 1, Perm: PermReadWrite})
+	e.be.CreateTopic(meta.TopicConfig{TopicName: "TEMPTY", ReadQueueNums: 1, WriteQueueNums: 1, Perm: meta.PermRead | meta.PermWrite})
 	e.be.mu.Lock()
 	e.be.queues[qkey("TEMPTY", 0)] = nil // exists, holds nothing
 	e.be.mu.Unlock()
 	// TMISSING has a topic but no queue yet (nothing dispatched).
-	e.be.CreateTopic(TopicInfo{Name: "TMISSING", ReadQueues: 1, WriteQueues: 1, Perm: PermReadWrite})
+	e.be.CreateTopic(meta.TopicConfig{TopicName: "TMISSING", ReadQueueNums: 1, WriteQueueNums: 1, Perm: meta.PermRead | meta.PermWrite})
 	e.be.setAccess(ReadAccess{Trailing: true})
 	for _, tc := range []struct {
 		topic  string
@@ -227,26 +230,22 @@ func TestTrailingOffsetsOnlyFromWhatItHolds(t *testing.T) {
 	}
 }
 
-// PullNotYetVisible (dispatcher behind) is "wait at the requested offset".
-func TestPullResponseNotYetVisibleAndTrailing(t *testing.T) {
+// core.NotYetVisible (dispatcher behind, or a trailing log: the Backend
+// decides, see host's GetMessages) is "wait at the requested offset".
+func TestPullResponseNotYetVisible(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		acc    ReadAccess
 		offset int64
-		res    PullResult
+		res    core.GetResult
 		code   int16
 		next   int64
 	}{
-		{"not yet visible", ReadAccess{}, 500, PullResult{Status: PullNotYetVisible, NextOffset: 500, MaxOffset: 256}, PullNotFound, 500},
-		{"authoritative overflow badly", ReadAccess{}, 500, PullResult{Status: PullOffsetOverflowBadly, NextOffset: 256, MaxOffset: 256}, PullOffsetMoved, 256},
-		{"trailing overflow badly", ReadAccess{Trailing: true}, 500, PullResult{Status: PullOffsetOverflowBadly, NextOffset: 256, MaxOffset: 256}, PullNotFound, 500},
-		{"trailing no queue", ReadAccess{Trailing: true}, 200, PullResult{Status: PullNoMatchedLogicQueue}, PullNotFound, 200},
-		{"trailing too small still moves", ReadAccess{Trailing: true}, 1, PullResult{Status: PullOffsetTooSmall, NextOffset: 5, MinOffset: 5, MaxOffset: 9}, PullOffsetMoved, 5},
-		{"trailing drained queue below min still moves", ReadAccess{Trailing: true}, 4, PullResult{Status: PullNoMessageInQueue, NextOffset: 10, MinOffset: 10, MaxOffset: 10}, PullOffsetMoved, 10},
+		{"not yet visible", 500, core.GetResult{Status: core.NotYetVisible, NextOffset: 500, MaxOffset: 256}, PullNotFound, 500},
+		{"authoritative overflow badly", 500, core.GetResult{Status: core.OffsetOverflowBadly, NextOffset: 256, MaxOffset: 256}, PullOffsetMoved, 256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &Request{Cmd: &Command{Code: CodePullMessage, Opaque: 1}}
-			resp, _ := pullResponse(req, &pullHeader{offset: tc.offset}, tc.res, tc.acc)
+			resp, _ := pullResponse(req, &pullHeader{offset: tc.offset}, tc.res)
 			if resp.Code != tc.code || extInt(t, resp, "nextBeginOffset") != tc.next {
 				t.Fatalf("code %d next %s, want %d %d", resp.Code, resp.Ext("nextBeginOffset"), tc.code, tc.next)
 			}
