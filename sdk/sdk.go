@@ -83,14 +83,23 @@ type Positions = core.Positions
 // there), so no copy is made between the store and a plugin.
 type Epoch = epoch.Entry
 
-// Config is a plugin's configuration: its section of the profile, which the
-// plugin decodes itself, strictly, with Decode.
+// Config is a plugin's configuration: its own table of the profile, which
+// the plugin decodes itself, strictly, with Decode, and the few values the
+// host gives it beside. A plugin receives nothing else of the profile (an
+// external one receives exactly these fields over the process boundary).
 type Config struct {
-	// Name is the plugin's name as the profile gives it.
+	// Name is the plugin's name as the profile gives it (a builtin's name,
+	// or an external binary's path).
 	Name string
 	// File is the profile's path (for error messages).
 	File string
-	// Document is the whole profile, TOML.
+	// Document is TOML holding the plugin's own table, Section+".config",
+	// and nothing else: no key of another table or section, no secret.
+	// It is the profile file with every byte outside that table blanked,
+	// so the table's keys stand at the line and column they have in File
+	// (other lines are empty) and errors Decode reports name File's
+	// line:col; the --set overrides that reach the table follow it.
+	// Decode it with Decode; it is not the whole profile.
 	Document []byte
 	// Section is the profile section ("flush", "replication", "index");
 	// the plugin's own keys are in Section+".config".
@@ -105,7 +114,8 @@ type Config struct {
 	Addr string
 	// PeerAddr is the master's HA address for a slave, if any.
 	PeerAddr string
-	// Secret is the shared secret peers authenticate with, if any.
+	// Secret is the shared secret peers authenticate with, if any (the
+	// host sets it for the replication plugin only).
 	Secret string
 }
 
