@@ -22,11 +22,16 @@ build:
 # packages; the end-to-end tests run keel as a separate process and drive
 # it with the real rocketmq-client-go, whose own goroutines race with each
 # other at consumer shutdown, so that package runs without -race. go.mod
-# and go.sum must be tidy first (tidy-check).
+# and go.sum must be tidy first (tidy-check). The last line runs the core
+# again with its position assertions compiled in (the invariants build
+# tag, pebble's habit: core/invariants*.go): a change of a position that
+# breaks min <= dispatched <= confirm <= committed <= wrote or
+# flushed <= committed panics, naming every position.
 test: tidy-check
 	$(GO) vet ./...
 	$(GO) test $(GOFLAGS_T) -race -timeout 15m $$($(GO) list ./... | grep -v /test/e2e)
 	$(GO) test $(GOFLAGS_T) -timeout 15m ./test/e2e/...
+	$(GO) test $(GOFLAGS_T) -race -tags invariants -timeout 15m ./core/...
 
 # Fails, showing the diff, when go.mod or go.sum is not what `go mod tidy`
 # would write.

@@ -109,12 +109,18 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	if s.wb != nil {
 		s.wbPutLocked(pos, buf, 0)
 		s.wb.wrote.Store(s.wrotePos)
+		if invariants {
+			s.assertOrder("append")
+		}
 		s.appendMu.Unlock()
 		s.wroteN.notify()
 		return dst, nil
 	}
 	copy(s.active.data[pos-s.active.start:], buf)
 	s.committed.Store(s.wrotePos)
+	if invariants {
+		s.assertOrder("append")
+	}
 	s.maybeWarmLocked()
 	s.appendMu.Unlock()
 	s.committedN.notify()

@@ -134,6 +134,10 @@ func (s *Store) dispatchOnce() (int64, error) {
 	// what fully succeeded.
 	if pos > from && err == nil {
 		s.dispatched.Store(pos)
+		if invariants {
+			s.assertAscending("dispatch", namedPos{"min", s.minOffset.Load()}, namedPos{"dispatched", pos}, namedPos{"confirm", target})
+			s.assertAscending("dispatch", namedPos{"dispatched", pos}, namedPos{"committed", s.committed.Load()})
+		}
 		if lastTs > 0 {
 			s.dispatchTs.Store(lastTs)
 		}
@@ -157,10 +161,17 @@ func (s *Store) RedispatchFromCheckpoint() {
 	s.ckptMu.Lock()
 	from := s.ckpt.last.Dispatched
 	s.ckptMu.Unlock()
+	// Under appendMu, so that retention (Store.deletable) cannot move the
+	// minimum past the rewound offset meanwhile.
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
 	from = max(from, s.minOffset.Load())
 	if from < s.dispatched.Load() {
 		s.log.Info("re-dispatching from the last checkpoint", "from", from, "dispatched", s.dispatched.Load())
 		s.dispatched.Store(from)
+		if invariants {
+			s.assertOrder("redispatch")
+		}
 	}
 	s.confirmN.notify()
 }

@@ -34,6 +34,9 @@ func (s *Store) Flush() (int64, error) {
 		}
 	}
 	s.flushed.Store(target)
+	if invariants {
+		s.assertAscending("flush", namedPos{"flushed", target}, namedPos{"committed", s.committed.Load()})
+	}
 	s.flushedTs.Store(ts)
 	s.flushWait.Release(target)
 	s.afterProgress()

@@ -131,6 +131,9 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	if s.wb != nil {
 		s.wb.wrote.Store(s.wrotePos)
 	}
+	if invariants {
+		s.assertOrder("append raw")
+	}
 	s.committedN.notify()
 	s.wroteN.notify()
 	s.afterCommit()
@@ -198,9 +201,16 @@ func (s *Store) Truncate(off int64) error {
 		s.queueOffsets[k] = max(s.queueOffsets[k], v)
 	}
 	s.wrotePos = off
-	s.committed.Store(off)
 	if s.wb != nil {
+		// Under the write buffer's lock: a Commit running now must not see
+		// the lowered committed offset with the old written one and
+		// commit the cut bytes again.
+		s.wb.mu.Lock()
 		s.wb.wrote.Store(off)
+		s.committed.Store(off)
+		s.wb.mu.Unlock()
+	} else {
+		s.committed.Store(off)
 	}
 	if s.flushed.Load() > off {
 		s.flushed.Store(off)
@@ -208,6 +218,9 @@ func (s *Store) Truncate(off int64) error {
 	s.flushWait.ReleaseAll() // waiters beyond off learn their record is gone
 	s.truncGen.Add(1)
 	s.dispatched.Store(disp)
+	if invariants {
+		s.assertOrder("truncate")
+	}
 	if seg := s.segmentFor(off); seg != nil {
 		s.active = seg
 	} else {

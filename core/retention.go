@@ -53,8 +53,7 @@ func (s *Store) Clean(force bool) (int, error) {
 			break
 		}
 		first, next := segs[0], segs[1]
-		// Never delete what has not been dispatched or flushed yet.
-		if next.start > s.dispatched.Load() || next.start > s.flushed.Load() {
+		if !s.deletable(next.start) {
 			break
 		}
 		ts, err := s.firstTimestamp(next)
@@ -101,6 +100,14 @@ func (s *Store) firstTimestamp(seg *segment) (int64, error) {
 	return ts, err
 }
 
+// deletable reports whether the log minimum may move up to newMin: never
+// past what has not been dispatched or flushed yet. Retention checks it
+// before reading a segment and again under appendMu, where dispatched
+// (RedispatchFromCheckpoint, Truncate) and flushed (Truncate) are lowered.
+func (s *Store) deletable(newMin int64) bool {
+	return newMin <= s.dispatched.Load() && newMin <= s.flushed.Load()
+}
+
 // deleteFirst removes the oldest segment; the log minimum becomes newMin.
 func (s *Store) deleteFirst(first *segment, newMin int64) error {
 	s.appendMu.Lock()
@@ -109,9 +116,16 @@ func (s *Store) deleteFirst(first *segment, newMin int64) error {
 		s.appendMu.Unlock()
 		return errors.New("retention: segment list changed")
 	}
+	if !s.deletable(newMin) {
+		s.appendMu.Unlock()
+		return errors.New("retention: the dispatcher was rewound below the segment's end")
+	}
 	rest := slices.Clone(segs[1:])
 	s.segs.Store(&rest)
 	s.minOffset.Store(newMin)
+	if invariants {
+		s.assertOrder("retention")
+	}
 	s.appendMu.Unlock()
 	if err := first.remove(s.fs); err != nil {
 		return err

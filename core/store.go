@@ -175,6 +175,9 @@ func Open(o Options) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	if invariants {
+		s.assertOrder("open")
+	}
 	s.recovery.Duration = time.Since(start)
 	s.log.Info("store opened", "dir", s.dir, "crashed", s.recovery.Crashed, "min", s.minOffset.Load(),
 		"end", s.recovery.End, "scan_from", s.recovery.ScanFrom, "redispatch_bytes", s.recovery.Redispatch,

@@ -100,6 +100,9 @@ func (s *Store) commitWBLocked() (int64, error) {
 		pos = end
 	}
 	s.committed.Store(to)
+	if invariants {
+		s.assertAscending("commit", namedPos{"committed", to}, namedPos{"wrote", wb.wrote.Load()})
+	}
 	s.committedN.notify()
 	s.afterCommit()
 	return to, nil
