@@ -256,35 +256,124 @@ func appendN(t testing.TB, s *Store, n int, prefix string) []AppendResult {
 	return out
 }
 
-func TestTornTail(t *testing.T) {
-	fs := vfs.NewCrashFS(7)
-	o := testOptions(fs, "/tt")
+// TestCrashRecovery crashes a store with a durable part (flushed and
+// checkpointed) and a tail, perhaps damages one record, reopens it and
+// checks what recovery kept: a torn or damaged tail is cut at the damage,
+// damage below the checkpoint refuses to open until a repair.
+func TestCrashRecovery(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		seed          int64
+		durable, tail int
+		drain         bool // dispatch the durable part before its checkpoint
+		syncTail      bool // the tail reaches the disk but the checkpoint does not say so
+		torn          bool // the crash keeps some unflushed pages
+		damage        int  // index (durable records first, then the tail) of the record to flip a body bit of; -1: none
+		corrupt       bool // the damage is below the checkpoint: Open refuses
+	}{
+		{name: "torn tail", seed: 7, durable: 50, tail: 50, torn: true, damage: -1},
+		{name: "bit flip in unflushed tail is cut", seed: 8, durable: 20, tail: 20, syncTail: true, damage: 25},
+		{name: "bit flip below checkpoint refuses to open", seed: 9, durable: 40, drain: true, damage: 30, corrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewCrashFS(tc.seed)
+			o := testOptions(fs, "/crash")
+			s := mustOpen(t, o)
+			durable := appendN(t, s, tc.durable, "d")
+			if _, err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.drain {
+				drain(t, s)
+			}
+			if err := s.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			recs := append(durable, appendN(t, s, tc.tail, "t")...)
+			if tc.syncTail {
+				for _, seg := range *s.segs.Load() {
+					seg.sync()
+				}
+			}
+			var bad AppendResult
+			var path string
+			if tc.damage >= 0 {
+				bad = recs[tc.damage]
+				path = s.segmentFor(bad.PhysOffset).path
+			}
+			s.abandon()
+			fs.CrashWith(vfs.CrashOptions{TornPages: tc.torn})
+			if tc.damage >= 0 {
+				flipByte(t, fs, path, bad.PhysOffset%o.SegmentSize+89) // inside the body (it starts at 88 with IPv4 hosts): CRC mismatch
+			}
+			if tc.corrupt {
+				checkRefusedThenRepaired(t, o, fs, path, bad, recs[len(recs)-1].End())
+				return
+			}
+			s = mustOpen(t, o)
+			defer s.Close()
+			if !s.Recovery().Crashed {
+				t.Fatal("crash not detected")
+			}
+			for _, r := range durable {
+				if _, err := s.ReadRecord(r.PhysOffset); err != nil {
+					t.Fatalf("durable record at %d lost: %v", r.PhysOffset, err)
+				}
+			}
+			verifyStore(t, s)
+			if tc.damage < 0 {
+				if end := s.Positions().Committed; end < durable[len(durable)-1].End() {
+					t.Fatalf("end %d below durable data %d", end, durable[len(durable)-1].End())
+				}
+				return
+			}
+			if got := s.Positions().Committed; got != bad.PhysOffset {
+				t.Fatalf("log end %d, want the damaged record's offset %d", got, bad.PhysOffset)
+			}
+			// Appends continue at the cut point.
+			r, err := s.Append(msg("T", 0, "again"))
+			if err != nil || r.PhysOffset != bad.PhysOffset {
+				t.Fatalf("append after cut: %v at %d", err, r.PhysOffset)
+			}
+		})
+	}
+}
+
+// checkRefusedThenRepaired checks that a store whose record bad (in file
+// path) is damaged below the checkpoint refuses to open with a
+// *CorruptError naming it, keeps everything up to end, and opens again,
+// ending at bad, after a repair (whose dry run changes nothing).
+func checkRefusedThenRepaired(t *testing.T, o Options, fs vfs.FS, path string, bad AppendResult, end int64) {
+	t.Helper()
+	_, err := Open(o)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with corruption below the checkpoint: %v", err)
+	}
+	if ce.File != path || ce.Offset != bad.PhysOffset {
+		t.Fatalf("error names %s@%d, want %s@%d", ce.File, ce.Offset, path, bad.PhysOffset)
+	}
+	// Nothing was cut: the records after the damage are still there.
+	if rep, err := Inspect(o.Dir, InspectOptions{FS: fs}); err != nil || rep.End < end {
+		t.Fatalf("open cut data: %v end %d", err, rep.End)
+	}
+	// A dry run lists the cut; the repair makes the store open again.
+	plan, err := Repair(o, true)
+	if err != nil || plan.CutAt != bad.PhysOffset || plan.File != path {
+		t.Fatalf("dry run: %v %+v", err, plan)
+	}
+	if _, err := Open(o); err == nil {
+		t.Fatal("dry run changed the store")
+	}
+	if _, err := Repair(o, false); err != nil {
+		t.Fatal(err)
+	}
 	s := mustOpen(t, o)
-	durable := appendN(t, s, 50, "d")
-	if _, err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, s, 50, "volatile")
-	s.abandon()
-	// Keep some unflushed pages: a torn tail.
-	fs.CrashWith(vfs.CrashOptions{TornPages: true})
-	s = mustOpen(t, o)
 	defer s.Close()
-	if !s.Recovery().Crashed {
-		t.Fatal("crash not detected")
-	}
-	for _, r := range durable {
-		if _, err := s.ReadRecord(r.PhysOffset); err != nil {
-			t.Fatalf("durable record at %d lost: %v", r.PhysOffset, err)
-		}
+	if got := s.Positions().Committed; got != bad.PhysOffset {
+		t.Fatalf("after repair end %d want %d", got, bad.PhysOffset)
 	}
 	verifyStore(t, s)
-	if end := s.Positions().Committed; end < durable[len(durable)-1].End() {
-		t.Fatalf("end %d below durable data %d", end, durable[len(durable)-1].End())
-	}
 }
 
 // flipByte flips one bit of the durable (and volatile) contents at off of
@@ -307,85 +396,6 @@ func flipByte(t testing.TB, fs vfs.FS, path string, off int64) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func TestBitFlipInUnflushedTailIsCut(t *testing.T) {
-	fs := vfs.NewCrashFS(8)
-	o := testOptions(fs, "/bf")
-	s := mustOpen(t, o)
-	durable := appendN(t, s, 20, "d")
-	s.Flush()
-	s.Checkpoint()
-	tail := appendN(t, s, 20, "t")
-	// The tail reaches the disk but the checkpoint does not say so.
-	for _, seg := range *s.segs.Load() {
-		seg.sync()
-	}
-	path := s.segmentFor(tail[5].PhysOffset).path
-	rel := tail[5].PhysOffset % o.SegmentSize
-	s.abandon()
-	fs.CrashWith(vfs.CrashOptions{})
-	flipByte(t, fs, path, rel+89) // inside the body (it starts at 88 with IPv4 hosts): CRC mismatch
-	s = mustOpen(t, o)
-	defer s.Close()
-	if got := s.Positions().Committed; got != tail[5].PhysOffset {
-		t.Fatalf("log end %d, want the damaged record's offset %d", got, tail[5].PhysOffset)
-	}
-	for _, r := range durable {
-		if _, err := s.ReadRecord(r.PhysOffset); err != nil {
-			t.Fatal(err)
-		}
-	}
-	verifyStore(t, s)
-	// Appends continue at the cut point.
-	r, err := s.Append(msg("T", 0, "again"))
-	if err != nil || r.PhysOffset != tail[5].PhysOffset {
-		t.Fatalf("append after cut: %v at %d", err, r.PhysOffset)
-	}
-}
-
-func TestBitFlipBelowCheckpointRefusesToOpen(t *testing.T) {
-	fs := vfs.NewCrashFS(9)
-	o := testOptions(fs, "/bc")
-	s := mustOpen(t, o)
-	recs := appendN(t, s, 40, "d")
-	s.Flush()
-	drain(t, s)
-	s.Checkpoint()
-	path := s.segmentFor(recs[30].PhysOffset).path
-	rel := recs[30].PhysOffset % o.SegmentSize
-	s.abandon()
-	fs.CrashWith(vfs.CrashOptions{})
-	flipByte(t, fs, path, rel+89)
-	_, err := Open(o)
-	var ce *CorruptError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("open with corruption below the checkpoint: %v", err)
-	}
-	if ce.File != path || ce.Offset != recs[30].PhysOffset {
-		t.Fatalf("error names %s@%d, want %s@%d", ce.File, ce.Offset, path, recs[30].PhysOffset)
-	}
-	// Nothing was cut: the records after the damage are still there.
-	if rep, err := Inspect(o.Dir, InspectOptions{FS: fs}); err != nil || rep.End < recs[39].End() {
-		t.Fatalf("open cut data: %v end %d", err, rep.End)
-	}
-	// A dry run lists the cut; the repair makes the store open again.
-	plan, err := Repair(o, true)
-	if err != nil || plan.CutAt != recs[30].PhysOffset || plan.File != path {
-		t.Fatalf("dry run: %v %+v", err, plan)
-	}
-	if _, err := Open(o); err == nil {
-		t.Fatal("dry run changed the store")
-	}
-	if _, err := Repair(o, false); err != nil {
-		t.Fatal(err)
-	}
-	s = mustOpen(t, o)
-	defer s.Close()
-	if got := s.Positions().Committed; got != recs[30].PhysOffset {
-		t.Fatalf("after repair end %d want %d", got, recs[30].PhysOffset)
-	}
-	verifyStore(t, s)
 }
 
 func TestDiskFull(t *testing.T) {
