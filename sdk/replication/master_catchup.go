@@ -1,0 +1,62 @@
+package replication
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+)
+
+// catchUp pulls [d.From, d.To) from the replica into this master's log,
+// fenced meanwhile, then adopts d.History and begins a new epoch. catchMu
+// is held.
+func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
+	m.setFence(fenceCatchUp, d.Reason)
+	m.report(m.ctx, true)
+	c := p.conn
+	if err := c.WriteFrame(true, FramePull, Pull{From: d.From, To: d.To}.Marshal()); err != nil {
+		return err
+	}
+	off := d.From
+	for off < d.To {
+		f, err := c.ExpectFrame(FrameData)
+		if err != nil {
+			return fmt.Errorf("read pulled data at %d: %w", off, err)
+		}
+		h, data, err := DecodeData(f.Payload)
+		if err != nil {
+			return err
+		}
+		if h.Offset != off || len(data) == 0 || off+int64(len(data)) > d.To {
+			return fmt.Errorf("%w: replica sent %d bytes at %d, expected data at %d below %d", ErrBadFrame, len(data), h.Offset, off, d.To)
+		}
+		if err := m.host.AppendLog(m.ctx, off, data); err != nil {
+			return fmt.Errorf("append pulled data at %d: %w", off, err)
+		}
+		off += int64(len(data))
+		m.n.met.bytesPulled.Add(len(data))
+		m.observe(off)
+	}
+	// The replica's metadata follows its log: consumer and delay offsets
+	// merge by maximum, so no consumer is reset by this master's loss.
+	mf, err := c.ExpectFrame(FrameMeta)
+	if err != nil {
+		return fmt.Errorf("read the replica's metadata after catch-up: %w", err)
+	}
+	if err := m.host.MetaApply(m.ctx, mf.Payload); err != nil {
+		return fmt.Errorf("merge the replica's metadata: %w", err)
+	}
+	if err := m.host.SetEpochs(m.ctx, d.History); err != nil {
+		return fmt.Errorf("adopt the replica's epoch history: %w", err)
+	}
+	m.mu.Lock()
+	m.epochs = slices.Clone(d.History)
+	m.mu.Unlock()
+	if _, err := m.beginEpoch(m.ctx, false); err != nil {
+		return err
+	}
+	m.clearFence(fenceCatchUp)
+	log.Warn("replication master caught up from a replica that was ahead of it", "from", d.From, "to", d.To)
+	m.closePeers(p.conn) // others planned against the old history: re-handshake
+	m.report(m.ctx, true)
+	return nil
+}
