@@ -26,7 +26,8 @@ func (m *master) clearFence(key string) bool {
 	return ok
 }
 
-// refusals copies the fences set now, reason by key.
+// refusals copies the replicas the handshake refused now, reason by
+// replica id.
 func (m *master) refusals() map[string]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
