@@ -173,10 +173,13 @@ type GetResult struct {
 	MinOffset  int64
 	MaxOffset  int64
 	// Data holds the stored records back to back, unchanged (the wire
-	// format of a pull response body); Sizes their lengths, QueueOffsets
-	// their queue offsets.
-	Data         []byte
-	Sizes        []int32
+	// format of a pull response body); Sizes their lengths. Each record
+	// carries its own queue offset.
+	Data  []byte
+	Sizes []int32
+	// Deprecated: always nil (it cost an allocation per pull and nothing
+	// read it). It goes once sdk/replication/helpers_test.go stops
+	// comparing it.
 	QueueOffsets []int64
 }
 
@@ -245,7 +248,6 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxCount,
 		}
 		res.Data = d
 		res.Sizes = append(res.Sizes, e.Size)
-		res.QueueOffsets = append(res.QueueOffsets, offset+int64(i))
 	}
 	res.NextOffset = next
 	switch {
