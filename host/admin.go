@@ -324,7 +324,6 @@ func (n *Node) Status() StatusReport {
 			"flushed": p.Flushed, "committed": p.Committed},
 		DiskUsed:    n.store.DiskUsedRatio(),
 		DispatchLag: p.Committed - p.Dispatched,
-		Writable:    "yes",
 		Listeners:   map[string]string{},
 		Replication: n.host.Replication(),
 		FlushPolicy: n.flushPolicy,
@@ -333,13 +332,7 @@ func (n *Node) Status() StatusReport {
 	if e, ok := n.store.Epochs().Last(); ok {
 		st.Epoch = e.Epoch
 	}
-	if err := n.store.Writable(); err != nil {
-		st.Writable = err.Error()
-	} else if f, why := n.host.Fenced(); f {
-		st.Writable = "fenced: " + why
-	} else if d := n.pluginsDegraded(); d != "" {
-		st.Writable = d
-	}
+	st.Writable = refusalText(n.WriteRefusal())
 	for _, role := range []string{"namesrv", "broker", "admin"} {
 		if a := n.Addr(role); a != "" {
 			st.Listeners[role] = a
@@ -385,7 +378,7 @@ func (n *Node) Promote(ctx context.Context) (int32, error) {
 	}
 	// Acks now follow the replicator's policy (a slave's was empty).
 	n.setReplicationPolicy(n.repl.AckPolicy())
-	n.slave.Store(false)
+	n.setSlave(false)
 	n.log.Warn("promoted to master", "epoch", ep)
 	return ep, nil
 }

@@ -45,8 +45,10 @@ type Node struct {
 	log  *slog.Logger
 	role string // the configured role; slave becomes master on Promote
 	// slave is true while this node is a slave (appends refused). Promote
-	// clears it.
+	// clears it; setSlave changes it and the write gate together.
 	slave atomic.Bool
+	// gate is whether sends may be written now, and if not why (gate.go).
+	gate writeGate
 
 	store   *core.Store
 	host    *storehost.Host
@@ -101,7 +103,7 @@ func Start(ctx context.Context, prof *profile.Profile, opts Options) (*Node, err
 	if n.role == "" {
 		n.role = roleMaster
 	}
-	n.slave.Store(n.role == roleSlave)
+	n.setSlave(n.role == roleSlave)
 	n.metrics = newMetrics(n)
 	if err := n.start(ctx); err != nil {
 		if cerr := n.abortStart(); cerr != nil {
@@ -125,6 +127,9 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	if err := n.loadPlugins(ctx); err != nil {
 		return err
+	}
+	for _, lp := range n.plugins {
+		lp.onState = func() { n.gate.update(n) }
 	}
 	if err := n.openStore(); err != nil {
 		return err
@@ -151,6 +156,7 @@ func (n *Node) openStore() error {
 		listeners = append(listeners, &storehost.Listener{Indexer: n.indexer})
 	}
 	n.host = storehost.New(nil, n.log.With("component", "plugin"))
+	n.host.OnFenceChange(func() { n.gate.update(n) })
 	var confirm core.ConfirmSource
 	if n.replPolicy.VisibleAfterReplicated {
 		confirm = n.host

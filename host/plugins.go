@@ -91,12 +91,18 @@ type loadedPlugin struct {
 	state  string
 	reason string
 	since  time.Time
+	// onState, when set, runs after every state change (the node's write
+	// gate recomputes); set before the plugin starts.
+	onState func()
 }
 
 func (lp *loadedPlugin) setState(state, reason string) {
 	lp.mu.Lock()
-	defer lp.mu.Unlock()
 	lp.state, lp.reason, lp.since = state, reason, time.Now()
+	lp.mu.Unlock()
+	if lp.onState != nil {
+		lp.onState()
+	}
 }
 
 func (lp *loadedPlugin) getState() (string, string) {

@@ -33,6 +33,9 @@ type Host struct {
 	state  sdk.ReplicationState
 	acked  atomic.Int64
 	fenced atomic.Bool
+	// onFence, when set, is called after every report that changes the
+	// fence (on or off, or its reason).
+	onFence func()
 	// replWait holds WaitReplicated callers by offset: a report wakes
 	// only those it covers (waking all on every report cost the sync
 	// replication benchmark most of its scheduler time).
@@ -170,12 +173,17 @@ func (h *Host) ReportReplication(ctx context.Context, st sdk.ReplicationState) e
 	if st.AckedOffset < h.state.AckedOffset {
 		st.AckedOffset = h.state.AckedOffset // never decreases
 	}
+	fenceChanged := st.Fenced != h.state.Fenced || (st.Fenced && st.Reason != h.state.Reason)
 	h.state = st
 	h.acked.Store(st.AckedOffset)
 	h.fenced.Store(st.Fenced)
+	onFence := h.onFence
 	h.mu.Unlock()
 	h.replWait.Release(st.AckedOffset)
 	h.store.NotifyConfirm()
+	if fenceChanged && onFence != nil {
+		onFence()
+	}
 	return nil
 }
 
@@ -198,6 +206,16 @@ func (h *Host) Replication() sdk.ReplicationState {
 	st := h.state
 	st.Replicas = append([]sdk.ReplicaState(nil), st.Replicas...)
 	return st
+}
+
+// OnFenceChange makes fn run after each ReportReplication that raises or
+// lifts the write fence or changes its reason, on the reporting goroutine,
+// after the new state is visible to Fenced. fn must be quick. It replaces
+// any earlier fn; set it before the replication plugin starts.
+func (h *Host) OnFenceChange(fn func()) {
+	h.mu.Lock()
+	h.onFence = fn
+	h.mu.Unlock()
 }
 
 // Fenced reports whether a replicator asked the host to refuse writes.
