@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 
-	"github.com/keelmq/keel/core/cq"
 	"github.com/keelmq/keel/core/record"
 )
 
@@ -51,43 +50,83 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		s.flushed.Store(off)
 		s.dispatched.Store(off)
 	}
-	segSize := s.opts.SegmentSize
 	// Validate first: nothing is written unless everything is valid.
-	type rec struct {
-		qk   queueKey
-		qo   int64
-		ts   int64
-		keep bool
+	recs, err := s.checkRaw(off, data)
+	if err != nil {
+		return err
 	}
-	recs := make([]rec, 0, 16)
+	if err := s.writeRawLocked(data); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.counts && r.qo+1 > s.queueOffsets[r.qk] {
+			s.queueOffsets[r.qk] = r.qo + 1
+		}
+		s.lastTs.Store(r.ts)
+	}
+	s.committed.Store(s.wrotePos)
+	if s.wb != nil {
+		s.wb.wrote.Store(s.wrotePos)
+	}
+	if invariants {
+		s.assertOrder("append raw")
+	}
+	s.committedN.notify()
+	s.wroteN.notify()
+	s.afterCommit()
+	return nil
+}
+
+// rawRecord is what AppendRaw keeps of each replicated record it checked.
+type rawRecord struct {
+	qk     queueKey
+	qo     int64 // its queue offset
+	ts     int64 // its store timestamp
+	counts bool  // it takes a queue offset (countsInQueue)
+}
+
+// checkRaw validates replicated bytes data meant for offset off (see
+// AppendRaw) and returns their records, BLANKs excluded.
+func (s *Store) checkRaw(off int64, data []byte) ([]rawRecord, error) {
+	segSize := s.opts.SegmentSize
+	recs := make([]rawRecord, 0, 16)
 	pos := off
 	var rc record.Checker
 	var valid string
 	for b := data; len(b) > 0; {
 		size, info, err := rc.Check(b, true)
 		if err != nil {
-			return fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
+			return nil, fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
 		}
 		if info.Blank {
 			if (pos+int64(size))%segSize != 0 || size != len(b) {
-				return fmt.Errorf("append replicated bytes: BLANK at %d of %d bytes does not end its segment and the data: %w", pos, size, ErrOffset)
+				return nil, fmt.Errorf("append replicated bytes: BLANK at %d of %d bytes does not end its segment and the data: %w", pos, size, ErrOffset)
 			}
 		} else {
 			if info.PhysOffset != pos {
-				return fmt.Errorf("append replicated bytes: record at %d claims offset %d: %w", pos, info.PhysOffset, ErrOffset)
+				return nil, fmt.Errorf("append replicated bytes: record at %d claims offset %d: %w", pos, info.PhysOffset, ErrOffset)
 			}
 			if err := dispatchable(info, info.Topic == valid); err != nil {
-				return fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
+				return nil, fmt.Errorf("append replicated bytes: record at %d: %w", pos, err)
 			}
 			valid = info.Topic
 			if pos/segSize != (pos+int64(size)-1)/segSize {
-				return fmt.Errorf("append replicated bytes: record at %d crosses a segment end: %w", pos, ErrOffset)
+				return nil, fmt.Errorf("append replicated bytes: record at %d crosses a segment end: %w", pos, ErrOffset)
 			}
-			recs = append(recs, rec{queueKey{info.Topic, info.QueueID}, info.QueueOffset, info.StoreTimestamp, countsInQueue(info.SysFlag)})
+			recs = append(recs, rawRecord{queueKey{info.Topic, info.QueueID}, info.QueueOffset, info.StoreTimestamp, countsInQueue(info.SysFlag)})
 		}
 		b = b[size:]
 		pos += int64(size)
 	}
+	return recs, nil
+}
+
+// writeRawLocked writes checked replicated bytes at the write position,
+// rolling segments as it goes, and advances the write position (not the
+// committed offset). A write error makes the store read-only. appendMu is
+// held.
+func (s *Store) writeRawLocked(data []byte) error {
+	segSize := s.opts.SegmentSize
 	for b := data; len(b) > 0; {
 		if s.active == nil || s.wrotePos >= s.active.start+segSize {
 			if err := s.ensureRoomLocked(1); err != nil {
@@ -107,37 +146,28 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		}
 		s.wrotePos += n
 		b = b[n:]
-		// Start writing back what a replica copied (in 4 MiB steps) so
-		// the device works while the copy goes on and the next flush has
-		// little left to do.
-		if s.wrotePos-s.writebackFrom >= writebackStep || s.wrotePos == s.active.start+segSize {
-			from := max(s.writebackFrom, s.active.start)
-			r := writebackReq{s.active, from - s.active.start, s.wrotePos - from}
-			select {
-			case s.writebackCh <- r:
-			default:
-				r.seg.startWriteback(r.rel, r.n) // the warmer is behind: here
-			}
-			s.writebackFrom = s.wrotePos
-		}
+		s.hintWritebackLocked()
 	}
-	for _, r := range recs {
-		if r.keep && r.qo+1 > s.queueOffsets[r.qk] {
-			s.queueOffsets[r.qk] = r.qo + 1
-		}
-		s.lastTs.Store(r.ts)
-	}
-	s.committed.Store(s.wrotePos)
-	if s.wb != nil {
-		s.wb.wrote.Store(s.wrotePos)
-	}
-	if invariants {
-		s.assertOrder("append raw")
-	}
-	s.committedN.notify()
-	s.wroteN.notify()
-	s.afterCommit()
 	return nil
+}
+
+// hintWritebackLocked starts writing back what a replica copied, in
+// writebackStep steps and at each segment's end, so the device works while
+// the copy goes on and the next flush has little left to do. The hint goes
+// to the warmer's goroutine, or runs here when the warmer is behind.
+// appendMu is held.
+func (s *Store) hintWritebackLocked() {
+	if s.wrotePos-s.writebackFrom < writebackStep && s.wrotePos != s.active.start+s.opts.SegmentSize {
+		return
+	}
+	from := max(s.writebackFrom, s.active.start)
+	r := writebackReq{s.active, from - s.active.start, s.wrotePos - from}
+	select {
+	case s.writebackCh <- r:
+	default:
+		r.seg.startWriteback(r.rel, r.n) // the warmer is behind: here
+	}
+	s.writebackFrom = s.wrotePos
 }
 
 // Truncate cuts the log back to off, a record boundary in [min, committed]:
@@ -160,19 +190,8 @@ func (s *Store) Truncate(off int64) error {
 	if off < s.minOffset.Load() || off > s.wrotePos {
 		return fmt.Errorf("truncate to %d (log is [%d,%d)): %w", off, s.minOffset.Load(), s.wrotePos, ErrOffset)
 	}
-	if seg := s.segmentFor(off); seg != nil && off%s.opts.SegmentSize != 0 {
-		var bad error
-		seg.view(off-seg.start, min(s.wrotePos, seg.start+s.opts.SegmentSize)-off, func(b []byte) error {
-			_, info, err := record.Check(b, false)
-			if err == nil && !info.Blank && info.PhysOffset != off {
-				err = fmt.Errorf("record there claims offset %d", info.PhysOffset)
-			}
-			bad = err
-			return nil
-		})
-		if bad != nil {
-			return fmt.Errorf("truncate to %d: not a record boundary: %w: %w", off, ErrOffset, bad)
-		}
+	if err := s.checkBoundaryLocked(off); err != nil {
+		return fmt.Errorf("truncate to %d: not a record boundary: %w: %w", off, ErrOffset, err)
 	}
 	if err := s.pre.discardRemove(); err != nil {
 		return fmt.Errorf("truncate to %d: drop preallocated segment: %w", off, err)
@@ -188,18 +207,11 @@ func (s *Store) Truncate(off int64) error {
 	}
 	disp := min(s.dispatched.Load(), off)
 	// Rebuild queue offsets: the queues, then records not yet dispatched.
-	clear(s.queueOffsets)
-	s.cqs.Each(func(q *cq.Queue) bool {
-		s.queueOffsets[queueKey{q.Topic(), q.QueueID()}] = q.Max()
-		return true
-	})
 	_, table, err := s.scan(disp, off, false)
 	if err != nil {
 		return fmt.Errorf("rescan after truncate: %w", err)
 	}
-	for k, v := range table {
-		s.queueOffsets[k] = max(s.queueOffsets[k], v)
-	}
+	s.restoreQueueOffsets(table)
 	s.wrotePos = off
 	if s.wb != nil {
 		// Under the write buffer's lock: a Commit running now must not see
@@ -229,6 +241,38 @@ func (s *Store) Truncate(off int64) error {
 			s.active = segs[len(segs)-1]
 		}
 	}
+	if err := s.checkpointTruncated(off, disp); err != nil {
+		return err
+	}
+	if s.openEnd.Load() > off {
+		s.openEnd.Store(off)
+	}
+	s.log.Warn("log truncated", "offset", off)
+	return nil
+}
+
+// checkBoundaryLocked reports why off, in [min, wrote], is not a record
+// boundary, or nil. A segment's start always is. appendMu is held.
+func (s *Store) checkBoundaryLocked(off int64) error {
+	seg := s.segmentFor(off)
+	if seg == nil || off%s.opts.SegmentSize == 0 {
+		return nil
+	}
+	var bad error
+	seg.view(off-seg.start, min(s.wrotePos, seg.start+s.opts.SegmentSize)-off, func(b []byte) error {
+		_, info, err := record.Check(b, false)
+		if err == nil && !info.Blank && info.PhysOffset != off {
+			err = fmt.Errorf("record there claims offset %d", info.PhysOffset)
+		}
+		bad = err
+		return nil
+	})
+	return bad
+}
+
+// checkpointTruncated lowers the durable checkpoint's flushed and
+// dispatched offsets to a log truncated at off and dispatched to disp.
+func (s *Store) checkpointTruncated(off, disp int64) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	c := s.ckpt.last
@@ -237,9 +281,5 @@ func (s *Store) Truncate(off int64) error {
 		return fmt.Errorf("checkpoint after truncate: %w", err)
 	}
 	s.recorded(c)
-	if s.openEnd.Load() > off {
-		s.openEnd.Store(off)
-	}
-	s.log.Warn("log truncated", "offset", off)
 	return nil
 }

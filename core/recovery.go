@@ -251,9 +251,11 @@ func (s *Store) truncateQueues(st recoveryState, b recoveryBounds, end int64) er
 	return nil
 }
 
-// restoreQueueOffsets sets each queue's next queue offset: what the queue
-// holds, or what the scanned records say (table), whichever is higher.
+// restoreQueueOffsets sets each queue's next queue offset afresh: what the
+// queue holds, or what scanned records say (table), whichever is higher.
+// Open and Truncate use it; appendMu is held or nothing else runs.
 func (s *Store) restoreQueueOffsets(table map[queueKey]int64) {
+	clear(s.queueOffsets)
 	s.cqs.Each(func(q *cq.Queue) bool {
 		s.queueOffsets[queueKey{q.Topic(), q.QueueID()}] = q.Max()
 		return true
