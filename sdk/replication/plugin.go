@@ -16,14 +16,6 @@ type Plugin struct {
 	options func(cfg sdk.Config) (Options, error)
 }
 
-var (
-	_ sdk.Replicator     = (*Plugin)(nil)
-	_ sdk.Promoter       = (*Plugin)(nil)
-	_ sdk.ForceWriter    = (*Plugin)(nil)
-	_ sdk.StatusReporter = (*Plugin)(nil)
-	_ sdk.MetricsWriter  = (*Plugin)(nil)
-)
-
 // NewPlugin returns an unconfigured Plugin whose Configure gets its Options
 // from options. options decodes cfg strictly (DecodeConfig) and checks what
 // is its own; its errors are returned as they are, so they must wrap
