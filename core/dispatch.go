@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/keelmq/keel/core/record"
 )
 
 const dispatchBatch = 1024
@@ -64,31 +66,9 @@ func (s *Store) dispatchOnce() (int64, error) {
 		return 0, fmt.Errorf("dispatch from %d: no segment holds it", from)
 	}
 	end := min(target, seg.start+s.opts.SegmentSize)
-	var batch []DispatchRecord
-	if len(s.opts.Listeners) > 0 {
-		// Reused across passes (listeners do not keep it): a pass may
-		// carry a single record.
-		if s.dispatchBuf == nil {
-			s.dispatchBuf = make([]DispatchRecord, 0, 64)
-		}
-		batch = s.dispatchBuf[:0]
-		defer func() {
-			clear(batch) // records a failed pass left: drop their strings
-			s.dispatchBuf = batch[:0]
-		}()
-	}
+	defer s.dropListenerBatch() // what a failed pass left
 	pos := from
 	var lastTs int64
-	flushBatch := func() error {
-		for _, l := range s.opts.Listeners {
-			if err := l.Dispatch(batch); err != nil {
-				return fmt.Errorf("dispatch listener: %w", err)
-			}
-		}
-		clear(batch) // the reused buffer must not pin the records' strings
-		batch = batch[:0]
-		return nil
-	}
 	err := seg.view(from-seg.start, end-from, func(b []byte) error {
 		for off := 0; off < len(b); {
 			size, info, err := s.dispatchCheck.Check(b[off:], false)
@@ -99,27 +79,11 @@ func (s *Store) dispatchOnce() (int64, error) {
 				pos = seg.start + s.opts.SegmentSize
 				return nil
 			}
-			if countsInQueue(info.SysFlag) {
-				q, err := s.cqs.GetOrCreate(info.Topic, info.QueueID)
-				if err != nil {
-					return fmt.Errorf("dispatch record at %d: %w", pos, err)
-				}
-				if err := q.Put(info.QueueOffset, cqEntry(info)); err != nil {
-					return fmt.Errorf("dispatch record at %d to %s/%d: %w", pos, info.Topic, info.QueueID, err)
-				}
+			if err := s.dispatchToQueue(info, pos); err != nil {
+				return err
 			}
-			if batch != nil {
-				batch = append(batch, DispatchRecord{
-					Topic: info.Topic, QueueID: info.QueueID, QueueOffset: info.QueueOffset,
-					PhysOffset: info.PhysOffset, Size: info.Size, TagsCode: info.TagsCode,
-					StoreTimestamp: info.StoreTimestamp, SysFlag: info.SysFlag,
-					Keys: info.Keys, UniqKey: info.UniqKey,
-				})
-				if len(batch) == dispatchBatch {
-					if err := flushBatch(); err != nil {
-						return err
-					}
-				}
+			if err := s.batchForListeners(info); err != nil {
+				return err
 			}
 			lastTs = info.StoreTimestamp
 			off += size
@@ -127,8 +91,8 @@ func (s *Store) dispatchOnce() (int64, error) {
 		}
 		return nil
 	})
-	if err == nil && len(batch) > 0 {
-		err = flushBatch()
+	if err == nil {
+		err = s.flushListenerBatch()
 	}
 	// Entries already put into queues are idempotent to redo; only advance
 	// what fully succeeded.
@@ -148,6 +112,68 @@ func (s *Store) dispatchOnce() (int64, error) {
 		return 0, err
 	}
 	return pos - from, err
+}
+
+// dispatchToQueue puts the record info, at pos, into its consume queue,
+// if it takes a queue offset. dispatchMu is held.
+func (s *Store) dispatchToQueue(info record.Info, pos int64) error {
+	if !countsInQueue(info.SysFlag) {
+		return nil
+	}
+	q, err := s.cqs.GetOrCreate(info.Topic, info.QueueID)
+	if err != nil {
+		return fmt.Errorf("dispatch record at %d: %w", pos, err)
+	}
+	if err := q.Put(info.QueueOffset, cqEntry(info)); err != nil {
+		return fmt.Errorf("dispatch record at %d to %s/%d: %w", pos, info.Topic, info.QueueID, err)
+	}
+	return nil
+}
+
+// batchForListeners adds the record info to the listeners' batch (none
+// without listeners) and hands the batch to them when it holds
+// dispatchBatch records. The batch's buffer is reused across passes
+// (listeners do not keep it): a pass may carry a single record.
+// dispatchMu is held.
+func (s *Store) batchForListeners(info record.Info) error {
+	if len(s.opts.Listeners) == 0 {
+		return nil
+	}
+	if s.dispatchBuf == nil {
+		s.dispatchBuf = make([]DispatchRecord, 0, 64)
+	}
+	s.dispatchBuf = append(s.dispatchBuf, DispatchRecord{
+		Topic: info.Topic, QueueID: info.QueueID, QueueOffset: info.QueueOffset,
+		PhysOffset: info.PhysOffset, Size: info.Size, TagsCode: info.TagsCode,
+		StoreTimestamp: info.StoreTimestamp, SysFlag: info.SysFlag,
+		Keys: info.Keys, UniqKey: info.UniqKey,
+	})
+	if len(s.dispatchBuf) == dispatchBatch {
+		return s.flushListenerBatch()
+	}
+	return nil
+}
+
+// flushListenerBatch hands the batch to every listener, in order, and
+// empties it. dispatchMu is held.
+func (s *Store) flushListenerBatch() error {
+	if len(s.dispatchBuf) == 0 {
+		return nil
+	}
+	for _, l := range s.opts.Listeners {
+		if err := l.Dispatch(s.dispatchBuf); err != nil {
+			return fmt.Errorf("dispatch listener: %w", err)
+		}
+	}
+	s.dropListenerBatch()
+	return nil
+}
+
+// dropListenerBatch empties the batch; the reused buffer must not pin the
+// records' strings. dispatchMu is held.
+func (s *Store) dropListenerBatch() {
+	clear(s.dispatchBuf)
+	s.dispatchBuf = s.dispatchBuf[:0]
 }
 
 // RedispatchFromCheckpoint makes the dispatcher feed queues and listeners
