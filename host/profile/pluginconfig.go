@@ -11,13 +11,22 @@ import (
 // PluginConfig returns what the host hands the plugin of section (one of
 // SectionFlush, SectionReplication, SectionIndex) in Configure:
 //
-//   - Name: the section's plugin, or its path for an external binary;
+//   - Name: PluginName of the section: its builtin, or its path for an
+//     external binary;
 //   - File: the profile's file name (p.File), for error messages;
-//   - Document: the profile file as read, with every --set override
-//     appended by config.WithOverrides, so sdk.Config.Decode sees the
-//     overridden values and reports problems at the file's lines and
+//   - Document: the plugin's own table and nothing else. It is the profile
+//     file as read with every byte outside <section>.config blanked (see
+//     pluginTable: the table's lines and columns are those of the file,
+//     every other line is empty), followed by the --set overrides that
+//     reach the table, appended by config.WithOverrides. An override of a
+//     key in the table is passed as given; one of the whole section
+//     (`replication={secret="…", config={…}}`) is cut to its config
+//     entries and named by what is left of it (`replication = { config =
+//     {…} }`); any other override is left out. So sdk.Config.Decode sees
+//     the overridden values and reports problems at the file's lines and
 //     columns or against the override that caused them, exactly as
-//     DecodePluginConfig does (it decodes this same Document);
+//     DecodePluginConfig does (it decodes this same Document), and no
+//     other section's keys, secrets included, reach the plugin;
 //   - Section: section;
 //   - Role: replication.role, for every section;
 //   - for SectionReplication only: Addr = server.ha_addr (the HA listen
@@ -32,31 +41,21 @@ import (
 // Section, Role and DataDir set. Safe for concurrent use, provided the
 // exported fields are not being modified.
 func (p *Profile) PluginConfig(section string) sdk.Config {
-	ovs := make([]config.Override, len(p.overlays))
-	for i, ov := range p.overlays {
-		ovs[i] = config.Override{Arg: ov.src.Override(), Doc: ov.doc}
-	}
 	c := sdk.Config{
 		File:     p.File,
-		Document: config.WithOverrides(p.data, ovs),
+		Document: config.WithOverrides(pluginTable(p.data, section), p.pluginOverrides(section)),
 		Section:  section,
 		Role:     p.Replication.Role,
 		DataDir:  filepath.Join(p.Store.Dir, "plugins", section),
 	}
-	name := func(plugin, path string) string {
-		if plugin != "" {
-			return plugin
-		}
-		return path
-	}
 	switch section {
 	case SectionFlush:
-		c.Name = name(p.Flush.Plugin, p.Flush.Path)
+		c.Name = PluginName(p.Flush.Plugin, p.Flush.Path)
 	case SectionIndex:
-		c.Name = name(p.Index.Plugin, p.Index.Path)
+		c.Name = PluginName(p.Index.Plugin, p.Index.Path)
 	case SectionReplication:
 		r := &p.Replication
-		c.Name = name(r.Plugin, r.Path)
+		c.Name = PluginName(r.Plugin, r.Path)
 		c.Addr, c.PeerAddr, c.Secret = p.Server.HAAddr, r.MasterAddr, r.Secret
 	}
 	return c
@@ -98,4 +97,32 @@ func (p *Profile) DecodePluginConfig(section string, v any) error {
 	}
 	p.plugins[section] = v
 	return nil
+}
+
+// PluginName is the name of the plugin a section with plugin (a builtin)
+// and path (an external binary) selects: the builtin, or the path when
+// there is no builtin. A loaded profile sets exactly one of the two.
+func PluginName(plugin, path string) string {
+	if plugin != "" {
+		return plugin
+	}
+	return path
+}
+
+// pluginOverrides returns the --set overrides that reach the table
+// <section>.config, as PluginConfig describes.
+func (p *Profile) pluginOverrides(section string) []config.Override {
+	cfg := []string{section, "config"}
+	var out []config.Override
+	for _, ov := range p.overlays {
+		switch {
+		case hasPrefix(ov.path, cfg):
+			out = append(out, config.Override{Arg: ov.src.Override(), Doc: ov.doc})
+		case hasPrefix(cfg, ov.path):
+			if kept := joinSpans(ov.doc, tableSpans(ov.doc, section)); len(kept) > 0 {
+				out = append(out, config.Override{Arg: string(kept), Doc: append(kept, '\n')})
+			}
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/keelmq/keel/sdk"
@@ -12,7 +13,10 @@ import (
 func TestPluginConfigFields(t *testing.T) {
 	p := mustLoad(t, pluginDoc)
 	c := p.PluginConfig(SectionFlush)
-	want := sdk.Config{Name: "async", File: "profiles/x.toml", Document: []byte(pluginDoc), Section: SectionFlush,
+	// Document is the flush plugin's own table, at the lines of the file.
+	flushDoc := strings.Repeat("\n", 7) + "[flush.config]\ninterval = \"200ms\"\nbuffer = \"4MiB\"\nthreshold = \"25%\"\n\n" +
+		"[flush.config.retry]\nbackoff = \"1s\"\n\n\n\n"
+	want := sdk.Config{Name: "async", File: "profiles/x.toml", Document: []byte(flushDoc), Section: SectionFlush,
 		Role: RoleMaster, DataDir: filepath.Join("data", "x", "plugins", "flush")}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("flush:\n got %+v\nwant %+v", c, want)
@@ -20,7 +24,7 @@ func TestPluginConfigFields(t *testing.T) {
 	// Document is a copy; DataDir follows Store.Dir as it is at the call.
 	c.Document[0] = '#'
 	p.Store.Dir = "/var/keel"
-	if c := p.PluginConfig(SectionIndex); string(c.Document) != pluginDoc || c.DataDir != "/var/keel/plugins/index" || c.Name != "hash" {
+	if c := p.PluginConfig(SectionIndex); string(c.Document) != strings.Repeat("\n", strings.Count(pluginDoc, "\n")) || c.DataDir != "/var/keel/plugins/index" || c.Name != "hash" {
 		t.Errorf("index: %+v", c)
 	}
 
