@@ -92,11 +92,54 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 			starts = append(starts, v)
 		}
 	}
+	if err := rep.readState(fsys, dir); err != nil {
+		return nil, err
+	}
+	minOff := int64(0)
+	if len(starts) > 0 {
+		minOff = starts[0]
+		if rep.Checkpoint != nil && rep.Checkpoint.Min > minOff {
+			minOff = rep.Checkpoint.Min
+		}
+	}
+	sc := segmentScan{o: o, rep: rep, dumpFrom: o.DumpFrom, scanning: true}
+	if sc.dumpFrom == 0 {
+		sc.dumpFrom = minOff
+	}
+	rep.End = minOff
 	segSize := o.SegmentSize
+	for i, st := range starts {
+		path := filepath.Join(cl, segmentName(st))
+		data, err := readWhole(fsys, path)
+		if err != nil {
+			return nil, err
+		}
+		if segSize == 0 {
+			segSize = int64(len(data))
+		}
+		off := int64(0)
+		if i == 0 && minOff > st {
+			off = minOff - st
+		}
+		sc.segment(path, st, off, data)
+	}
+	if !sc.damaged {
+		rep.LogEnd = rep.End
+	}
+	rep.SegmentSize = segSize
+	if rep.Queues, err = inspectQueues(fsys, filepath.Join(dir, ConsumeQueueDir)); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// readState fills in the checkpoint (or why it is unreadable), the abort
+// marker and the epoch history of the store in dir.
+func (rep *Report) readState(fsys vfs.FS, dir string) error {
 	if ck, ok, err := ReadCheckpoint(fsys, filepath.Join(dir, CheckpointFile)); errors.Is(err, ErrBadCheckpoint) {
 		rep.CheckpointErr = err
 	} else if err != nil {
-		return nil, err
+		return err
 	} else if ok {
 		rep.Checkpoint = &ck
 	}
@@ -106,90 +149,86 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 	if h, err := epoch.Open(fsys, filepath.Join(dir, EpochFile)); err == nil {
 		rep.Epochs = h.Entries()
 	}
-	minOff := int64(0)
-	if len(starts) > 0 {
-		minOff = starts[0]
-		if rep.Checkpoint != nil && rep.Checkpoint.Min > minOff {
-			minOff = rep.Checkpoint.Min
+	return nil
+}
+
+// readWhole returns the contents of the file at path.
+func readWhole(fsys vfs.FS, path string) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	defer f.Close()
+	size, _ := f.Size()
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("inspect: read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// segmentScan walks the segments of a log in order for Inspect.
+type segmentScan struct {
+	o        InspectOptions
+	rep      *Report
+	dumpFrom int64
+	scanning bool // the valid log has not ended yet
+	damaged  bool // FirstBad found: the rest of the log is what a repair cuts
+}
+
+// segment scans the segment starting at st, whose contents are data, from
+// off, and adds its SegmentReport.
+func (sc *segmentScan) segment(path string, st, off int64, data []byte) {
+	rep, o := sc.rep, sc.o
+	sr := SegmentReport{File: path, Start: st}
+	if sc.damaged {
+		if n, end := scanLost(data, st, 0, false, o.CheckCRC); n > 0 {
+			rep.LostRecords += n
+			rep.LogEnd = max(rep.LogEnd, end)
 		}
 	}
-	dumpFrom := o.DumpFrom
-	if dumpFrom == 0 {
-		dumpFrom = minOff
-	}
-	rep.End = minOff
-	scanning := true
-	damaged := false // FirstBad found: the rest of the log is what a repair cuts
-	for i, st := range starts {
-		path := filepath.Join(cl, segmentName(st))
-		f, err := fsys.Open(path)
+	for sc.scanning && off < int64(len(data)) {
+		n, info, err := checkAt(data, st, off, o.CheckCRC)
 		if err != nil {
-			return nil, fmt.Errorf("inspect: %w", err)
-		}
-		size, _ := f.Size()
-		if segSize == 0 {
-			segSize = size
-		}
-		data := make([]byte, size)
-		if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-			f.Close()
-			return nil, fmt.Errorf("inspect: read %s: %w", path, err)
-		}
-		f.Close()
-		sr := SegmentReport{File: path, Start: st}
-		off := int64(0)
-		if i == 0 && minOff > st {
-			off = minOff - st
-		}
-		if damaged {
-			if n, end := scanLost(data, st, 0, false, o.CheckCRC); n > 0 {
+			if !allZero(data[off:min(int64(len(data)), off+64)]) {
+				rep.FirstBad = st + off
+				rep.FirstBadError = err.Error()
+				sc.damaged = true
+				n, end := scanLost(data, st, off, true, o.CheckCRC)
 				rep.LostRecords += n
 				rep.LogEnd = max(rep.LogEnd, end)
 			}
+			sc.scanning = false
+			break
 		}
-		for scanning && off < int64(len(data)) {
-			n, info, err := checkAt(data, st, off, o.CheckCRC)
-			if err != nil {
-				if !allZero(data[off:min(int64(len(data)), off+64)]) {
-					rep.FirstBad = st + off
-					rep.FirstBadError = err.Error()
-					damaged = true
-					n, end := scanLost(data, st, off, true, o.CheckCRC)
-					rep.LostRecords += n
-					rep.LogEnd = max(rep.LogEnd, end)
-				}
-				scanning = false
-				break
-			}
-			if !info.Blank && len(rep.Records) < o.DumpRecords && st+off >= dumpFrom {
-				if r, err := record.Decode(append([]byte(nil), data[off:off+int64(n)]...)); err == nil {
-					rep.Records = append(rep.Records, *r)
-				}
-			}
-			off += int64(n)
-			sr.Bytes = off
-			if info.Blank {
-				break
-			}
-			sr.Records++
-		}
-		if scanning || sr.Bytes > 0 {
-			rep.End = st + sr.Bytes
-			if sr.Bytes == int64(len(data)) {
-				rep.End = st + int64(len(data))
+		if !info.Blank && len(rep.Records) < o.DumpRecords && st+off >= sc.dumpFrom {
+			if r, err := record.Decode(append([]byte(nil), data[off:off+int64(n)]...)); err == nil {
+				rep.Records = append(rep.Records, *r)
 			}
 		}
-		rep.Segments = append(rep.Segments, sr)
+		off += int64(n)
+		sr.Bytes = off
+		if info.Blank {
+			break
+		}
+		sr.Records++
 	}
-	if !damaged {
-		rep.LogEnd = rep.End
+	if sc.scanning || sr.Bytes > 0 {
+		rep.End = st + sr.Bytes
+		if sr.Bytes == int64(len(data)) {
+			rep.End = st + int64(len(data))
+		}
 	}
-	rep.SegmentSize = segSize
-	qroot := filepath.Join(dir, ConsumeQueueDir)
+	rep.Segments = append(rep.Segments, sr)
+}
+
+// inspectQueues reports the bounds of every consume queue under qroot.
+func inspectQueues(fsys vfs.FS, qroot string) ([]QueueReport, error) {
 	topics, err := fsys.ReadDir(qroot)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("inspect queues: %w", err)
 	}
+	var out []QueueReport
 	for _, t := range topics {
 		qids, err := fsys.ReadDir(filepath.Join(qroot, t))
 		if err != nil {
@@ -204,10 +243,10 @@ func Inspect(dir string, o InspectOptions) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("inspect queue %s/%s: %w", t, qs, err)
 			}
-			rep.Queues = append(rep.Queues, QueueReport{Topic: t, QueueID: qid, Min: lo, Max: hi})
+			out = append(out, QueueReport{Topic: t, QueueID: qid, Min: lo, Max: hi})
 		}
 	}
-	return rep, nil
+	return out, nil
 }
 
 // checkAt checks the record at data[off:], the segment starting at st:
