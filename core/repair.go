@@ -71,65 +71,84 @@ func Repair(o Options, dryRun bool) (*RepairPlan, error) {
 	if dryRun {
 		return plan, nil
 	}
-	f, err := fsys.OpenReadWrite(plan.File)
-	if err != nil {
-		return nil, fmt.Errorf("repair: %w", err)
+	if err := cutSegments(fsys, dir, plan, cut, rep.SegmentSize); err != nil {
+		return nil, err
 	}
-	rel := cut % rep.SegmentSize
-	if err := f.ZeroRange(rel, rep.SegmentSize-rel); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("repair: zero %s from %d: %w", plan.File, cut, err)
+	if err := truncateQueuesOffline(fsys, filepath.Join(dir, ConsumeQueueDir), perFile, cut); err != nil {
+		return nil, err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("repair: sync %s: %w", plan.File, err)
-	}
-	f.Close()
-	for _, p := range plan.SegmentsRemoved {
-		if err := fsys.Remove(p); err != nil {
-			return nil, fmt.Errorf("repair: remove %s: %w", p, err)
-		}
-	}
-	if err := fsys.SyncDir(filepath.Join(dir, CommitlogDir)); err != nil {
-		return nil, fmt.Errorf("repair: sync commitlog dir: %w", err)
-	}
-	set, err := cq.OpenSet(cq.Options{FS: fsys, EntriesPerFile: perFile}, filepath.Join(dir, ConsumeQueueDir))
-	if err != nil {
-		return nil, fmt.Errorf("repair: open consume queues: %w", err)
-	}
-	if err := set.TruncatePhys(cut); err != nil {
-		set.Close()
-		return nil, fmt.Errorf("repair: truncate consume queues: %w", err)
-	}
-	if err := set.Flush(); err != nil {
-		set.Close()
-		return nil, fmt.Errorf("repair: flush consume queues: %w", err)
-	}
-	set.Close()
 	if plan.RebuildCheckpoint {
 		if err := rebuildCheckpoint(fsys, dir, rep, cut); err != nil {
 			return nil, err
 		}
 		return plan, nil
 	}
-	ckPath := filepath.Join(dir, CheckpointFile)
-	ck, ok, err := ReadCheckpoint(fsys, ckPath)
-	if err != nil {
+	if err := lowerCheckpoint(fsys, filepath.Join(dir, CheckpointFile), cut); err != nil {
 		return nil, err
 	}
-	if ok {
-		cf, err := openCheckpointFile(fsys, ckPath, ck, true)
-		if err != nil {
-			return nil, err
-		}
-		ck.Flushed, ck.Dispatched, ck.Confirm = min(ck.Flushed, cut), min(ck.Dispatched, cut), min(ck.Confirm, cut)
-		err = cf.write(ck)
-		cf.close()
-		if err != nil {
-			return nil, fmt.Errorf("repair: %w", err)
+	return plan, nil
+}
+
+// cutSegments zeroes plan.File from cut to its end, durably, and removes
+// the segments after it.
+func cutSegments(fsys vfs.FS, dir string, plan *RepairPlan, cut, segSize int64) error {
+	f, err := fsys.OpenReadWrite(plan.File)
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	defer f.Close()
+	rel := cut % segSize
+	if err := f.ZeroRange(rel, segSize-rel); err != nil {
+		return fmt.Errorf("repair: zero %s from %d: %w", plan.File, cut, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("repair: sync %s: %w", plan.File, err)
+	}
+	for _, p := range plan.SegmentsRemoved {
+		if err := fsys.Remove(p); err != nil {
+			return fmt.Errorf("repair: remove %s: %w", p, err)
 		}
 	}
-	return plan, nil
+	if err := fsys.SyncDir(filepath.Join(dir, CommitlogDir)); err != nil {
+		return fmt.Errorf("repair: sync commitlog dir: %w", err)
+	}
+	return nil
+}
+
+// truncateQueuesOffline drops, durably, every consume queue entry under
+// qroot at or beyond the commitlog offset cut.
+func truncateQueuesOffline(fsys vfs.FS, qroot string, perFile int, cut int64) error {
+	set, err := cq.OpenSet(cq.Options{FS: fsys, EntriesPerFile: perFile}, qroot)
+	if err != nil {
+		return fmt.Errorf("repair: open consume queues: %w", err)
+	}
+	defer set.Close()
+	if err := set.TruncatePhys(cut); err != nil {
+		return fmt.Errorf("repair: truncate consume queues: %w", err)
+	}
+	if err := set.Flush(); err != nil {
+		return fmt.Errorf("repair: flush consume queues: %w", err)
+	}
+	return nil
+}
+
+// lowerCheckpoint lowers the flushed, dispatched and confirm offsets of the
+// checkpoint at ckPath, if there is one, to a log cut at cut.
+func lowerCheckpoint(fsys vfs.FS, ckPath string, cut int64) error {
+	ck, ok, err := ReadCheckpoint(fsys, ckPath)
+	if err != nil || !ok {
+		return err
+	}
+	cf, err := openCheckpointFile(fsys, ckPath, ck, true)
+	if err != nil {
+		return err
+	}
+	defer cf.close()
+	ck.Flushed, ck.Dispatched, ck.Confirm = min(ck.Flushed, cut), min(ck.Dispatched, cut), min(ck.Confirm, cut)
+	if err := cf.write(ck); err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	return nil
 }
 
 // rebuildCheckpoint replaces an unreadable checkpoint with one built from a
