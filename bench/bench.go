@@ -481,24 +481,6 @@ func runRecovery(ctx context.Context, cfg *matrix.Config, o Options, pr *progres
 // notes explains what the reader must know about this run.
 func notes(r *report.Results) []string {
 	var out []string
-	emulated := map[string]bool{}
-	for _, c := range r.Cells {
-		for _, part := range strings.Fields(c.Impl) {
-			if strings.HasSuffix(part, "=emulated") {
-				emulated[strings.TrimSuffix(part, "=emulated")] = true
-			}
-		}
-	}
-	if len(emulated) > 0 {
-		var parts []string
-		for _, k := range []string{"flush", "repl", "index"} {
-			if emulated[k] {
-				parts = append(parts, k)
-			}
-		}
-		out = append(out, "Cells marked impl=emulated ran bench/engine's stand-ins for the "+strings.Join(parts, ", ")+
-			" plugins (same sdk.Host calls and ack policies; replication is an in-process slave store fed over 127.0.0.1), not the plugins themselves.")
-	}
 	skipped := 0
 	for _, c := range r.Cells {
 		if c.Status == "skipped" {

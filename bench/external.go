@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/keelmq/keel/bench/engine"
+	"github.com/keelmq/keel/internal/pluginrpc"
 	flushstrategies "github.com/keelmq/keel/plugins/flush-strategies"
 	"github.com/keelmq/keel/sdk"
 )
@@ -51,7 +52,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // killOnStop stops a remote flush strategy and then its process.
 type killOnStop struct {
 	engine.Runner
-	c *sdk.Client
+	c *pluginrpc.Client
 }
 
 func (k killOnStop) Stop(ctx context.Context) error {
@@ -63,7 +64,7 @@ func (k killOnStop) Stop(ctx context.Context) error {
 // killOnClose stops a remote indexer and then its process.
 type killOnClose struct {
 	engine.Indexer
-	c *sdk.Client
+	c *pluginrpc.Client
 }
 
 func (k killOnClose) Close() error {
@@ -85,7 +86,7 @@ func registerExternal(dirs []string) {
 				return nil, err
 			}
 			ctx := context.Background()
-			c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: path, Args: []string{"-strategy", name}, Logger: quiet})
+			c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: path, Args: []string{"-strategy", name}, Logger: quiet})
 			if err != nil {
 				return nil, fmt.Errorf("start %s: %w", path, err)
 			}
@@ -108,8 +109,8 @@ func registerExternal(dirs []string) {
 			if err != nil {
 				return nil, err
 			}
-			return newPluginPair(name, func() (sdk.Replicator, func(), error) {
-				c, err := sdk.DialWith(context.Background(), sdk.DialOptions{Path: path, Logger: quiet})
+			return engine.NewPluginPair(name, func() (sdk.Replicator, func(), error) {
+				c, err := pluginrpc.Dial(context.Background(), pluginrpc.DialOptions{Path: path, Logger: quiet})
 				if err != nil {
 					return nil, nil, fmt.Errorf("start %s: %w", path, err)
 				}
@@ -128,7 +129,7 @@ func registerExternal(dirs []string) {
 			return nil, err
 		}
 		ctx := context.Background()
-		c, err := sdk.DialWith(ctx, sdk.DialOptions{Path: path, Logger: quiet})
+		c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: path, Logger: quiet})
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", path, err)
 		}

@@ -41,8 +41,8 @@ type Results struct {
 	// protocol, and NATS JetStream r1-default beside it (added in schema
 	// version 1; absent from older files).
 	Wire []Wire `json:"wire"`
-	// Notes are things the reader must know (skipped peers, emulated
-	// plugins, ...).
+	// Notes are things the reader must know (skipped peers, skipped
+	// cells, ...).
 	Notes []string `json:"notes"`
 }
 
@@ -102,7 +102,7 @@ type Cell struct {
 	// "error" (Note has the error).
 	Status string `json:"status"`
 	Note   string `json:"note,omitempty"`
-	// Impl says what ran per axis: "flush=emulated repl=none index=plugin".
+	// Impl says what ran per axis: "flush=plugin repl=none index=plugin".
 	Impl        string `json:"impl,omitempty"`
 	RecordBytes int    `json:"record_bytes"`
 	// MsgsPerSec is the median over runs of acknowledged messages per

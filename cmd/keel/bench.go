@@ -10,7 +10,7 @@ import (
 
 // keelbenchName is the benchmark suite's binary (bench/cmd/keelbench),
 // which `make build` puts beside keel in bin/. The broker binary does not
-// link the suite (nats-server, the Redis peer, the engine emulations).
+// link the suite (nats-server, the Redis peer).
 const keelbenchName = "keelbench"
 
 // cmdBench runs the benchmark suite: keel bench --config FILE --out DIR

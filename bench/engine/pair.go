@@ -1,4 +1,4 @@
-package bench
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/keelmq/keel/bench/engine"
 	"github.com/keelmq/keel/core"
 	replicationasync "github.com/keelmq/keel/plugins/replication-async"
 	replicationsync "github.com/keelmq/keel/plugins/replication-sync"
@@ -21,7 +20,7 @@ import (
 // process), connected over 127.0.0.1 by the plugins' own HA protocol.
 type pluginPair struct {
 	name       string
-	newRepl    replFactory
+	newRepl    ReplFactory
 	addr       string // the master's HA address
 	master     sdk.Replicator
 	slave      sdk.Replicator
@@ -31,11 +30,11 @@ type pluginPair struct {
 	cleanups   []func()
 }
 
-// replFactory returns a fresh replicator and what to do after its Stop
+// ReplFactory returns a fresh replicator and what to do after its Stop
 // (kill an external plugin's process).
-type replFactory func() (sdk.Replicator, func(), error)
+type ReplFactory func() (sdk.Replicator, func(), error)
 
-func builtinRepl(f func() sdk.Replicator) replFactory {
+func builtinRepl(f func() sdk.Replicator) ReplFactory {
 	return func() (sdk.Replicator, func(), error) { return f(), func() {}, nil }
 }
 
@@ -51,7 +50,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func newPluginPair(name string, newRepl replFactory, env engine.ReplEnv) (engine.Replication, error) {
+// NewPluginPair is a Replication running the replicator newRepl makes as
+// the cell's master and a second one as its slave on a slave store in
+// env.SlaveDir, connected over 127.0.0.1 (a port free a moment ago).
+func NewPluginPair(name string, newRepl ReplFactory, env ReplEnv) (Replication, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -89,13 +91,13 @@ func (p *pluginPair) cleanup() {
 
 func (p *pluginPair) Policy() sdk.ReplicationPolicy { return p.pol }
 
-func (p *pluginPair) Start(ctx context.Context, master *storehost.Host, env engine.ReplEnv) error {
+func (p *pluginPair) Start(ctx context.Context, master *storehost.Host, env ReplEnv) error {
 	if err := p.master.Start(ctx, master); err != nil {
 		return fmt.Errorf("start %s replication master: %w", p.name, err)
 	}
 	p.started = append(p.started, p.master)
-	st, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger, Retention: engine.Retention,
-		MaxMessageSize: engine.MaxMessageSize(env.SegmentSize)})
+	st, err := core.Open(core.Options{Dir: env.SlaveDir, SegmentSize: env.SegmentSize, Logger: env.Logger, Retention: Retention,
+		MaxMessageSize: MaxMessageSize(env.SegmentSize)})
 	if err != nil {
 		return fmt.Errorf("open slave store: %w", err)
 	}
@@ -134,10 +136,10 @@ func (p *pluginPair) Stop(ctx context.Context) error {
 }
 
 func init() {
-	engine.RegisterReplication(replicationsync.Name, "builtin", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
-		return newPluginPair(replicationsync.Name, builtinRepl(replicationsync.NewReplicator), env)
+	RegisterReplication(replicationsync.Name, "builtin", "plugin", func(env ReplEnv) (Replication, error) {
+		return NewPluginPair(replicationsync.Name, builtinRepl(replicationsync.NewReplicator), env)
 	})
-	engine.RegisterReplication(replicationasync.Name, "builtin", "plugin", func(env engine.ReplEnv) (engine.Replication, error) {
-		return newPluginPair(replicationasync.Name, builtinRepl(replicationasync.NewReplicator), env)
+	RegisterReplication(replicationasync.Name, "builtin", "plugin", func(env ReplEnv) (Replication, error) {
+		return NewPluginPair(replicationasync.Name, builtinRepl(replicationasync.NewReplicator), env)
 	})
 }
