@@ -114,7 +114,10 @@ func (h *pullHolds) watch(st *core.Store) {
 		closed := false
 		select {
 		case <-sig:
-			closed = true // a fresh signal is closed only once the store is
+			// Closed already: the store is closed, or a dispatch came
+			// in between; waking every wait is right for the first and
+			// a spurious wake-up (allowed) for the second.
+			closed = true
 		default:
 		}
 		if !h.check(st, closed) {
