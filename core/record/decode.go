@@ -157,11 +157,21 @@ func scan(b []byte, checkCRC bool) (l layout, blank bool, claimed int, err error
 	default:
 		return l, false, 0, fmt.Errorf("record: magic 0x%08X: %w", l.magic, ErrBadMagic)
 	}
+	l, claimed, err = scanMessage(b, l, checkCRC)
+	return l, false, claimed, err
+}
+
+// scanMessage validates the message record at b[0:] whose TOTALSIZE and
+// magic code scan has read into l, and completes l. claimed is as for
+// scan.
+func scanMessage(b []byte, l layout, checkCRC bool) (_ layout, claimed int, err error) {
+	be := binary.BigEndian
+	n, total := len(b), l.total
 	if total < MinRecordSize || total > MaxRecordSize {
-		return l, false, 0, fmt.Errorf("record: TOTALSIZE %d outside [%d, %d]: %w", total, MinRecordSize, MaxRecordSize, ErrBadSize)
+		return l, 0, fmt.Errorf("record: TOTALSIZE %d outside [%d, %d]: %w", total, MinRecordSize, MaxRecordSize, ErrBadSize)
 	}
 	if n < posSysFlag+4 {
-		return l, false, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	l.sysFlag = int32(be.Uint32(b[posSysFlag:]))
 	blp := bodyLenPos(l.sysFlag)
@@ -172,77 +182,85 @@ func scan(b []byte, checkCRC bool) (l layout, blank bool, claimed int, err error
 	// Smallest possible record with this layout: empty body and
 	// properties, 1-byte topic.
 	if least := blp + 4 + topicLenSize + 1 + 2; total < least {
-		return l, false, 0, fmt.Errorf("record: TOTALSIZE %d below %d for SYSFLAG 0x%X: %w", total, least, l.sysFlag, ErrBadSize)
+		return l, 0, fmt.Errorf("record: TOTALSIZE %d below %d for SYSFLAG 0x%X: %w", total, least, l.sysFlag, ErrBadSize)
 	}
 	if n < blp+4 {
-		return l, false, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
-	// Ports are int32 fields that must hold a uint16.
-	bornPort := posBornHost + 4
-	if l.sysFlag&SysFlagBornHostV6 != 0 {
-		bornPort = posBornHost + 16
-	}
-	storePort := storeTimestampPos(l.sysFlag) + 8 + 4
-	if l.sysFlag&SysFlagStoreHostV6 != 0 {
-		storePort = storeTimestampPos(l.sysFlag) + 8 + 16
-	}
-	for _, pp := range [2]int{bornPort, storePort} {
-		if port := be.Uint32(b[pp:]); port > 0xFFFF {
-			return l, false, 0, fmt.Errorf("record: port %d at %d: %w", int32(port), pp, ErrBadField)
-		}
+	if err := checkPorts(b, l.sysFlag); err != nil {
+		return l, 0, err
 	}
 	bodyLen := int32(be.Uint32(b[blp:]))
 	if bodyLen < 0 {
-		return l, false, 0, fmt.Errorf("record: BODYLEN %d: %w", bodyLen, ErrBadField)
+		return l, 0, fmt.Errorf("record: BODYLEN %d: %w", bodyLen, ErrBadField)
 	}
 	l.bodyPos = blp + 4
 	l.bodyLen = int(bodyLen)
 	tlp := l.bodyPos + l.bodyLen
 	if tlp+topicLenSize+1+2 > total {
-		return l, false, 0, fmt.Errorf("record: BODYLEN %d does not fit TOTALSIZE %d: %w", bodyLen, total, ErrLengthMismatch)
+		return l, 0, fmt.Errorf("record: BODYLEN %d does not fit TOTALSIZE %d: %w", bodyLen, total, ErrLengthMismatch)
 	}
 	if n < tlp+topicLenSize {
-		return l, false, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	if topicLenSize == 1 {
 		l.topicLen = int(b[tlp])
 		if l.topicLen == 0 || l.topicLen > MaxTopicLengthV1 {
-			return l, false, 0, fmt.Errorf("record: V1 topic length %d: %w", l.topicLen, ErrBadField)
+			return l, 0, fmt.Errorf("record: V1 topic length %d: %w", l.topicLen, ErrBadField)
 		}
 	} else {
 		tl := int16(be.Uint16(b[tlp:]))
 		if tl <= 0 {
-			return l, false, 0, fmt.Errorf("record: V2 topic length %d: %w", tl, ErrBadField)
+			return l, 0, fmt.Errorf("record: V2 topic length %d: %w", tl, ErrBadField)
 		}
 		l.topicLen = int(tl)
 	}
 	l.topicPos = tlp + topicLenSize
 	plp := l.topicPos + l.topicLen
 	if plp+2 > total {
-		return l, false, 0, fmt.Errorf("record: topic length %d does not fit TOTALSIZE %d: %w", l.topicLen, total, ErrLengthMismatch)
+		return l, 0, fmt.Errorf("record: topic length %d does not fit TOTALSIZE %d: %w", l.topicLen, total, ErrLengthMismatch)
 	}
 	if n < plp+2 {
-		return l, false, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	pl := int16(be.Uint16(b[plp:]))
 	if pl < 0 {
-		return l, false, 0, fmt.Errorf("record: properties length %d: %w", pl, ErrBadField)
+		return l, 0, fmt.Errorf("record: properties length %d: %w", pl, ErrBadField)
 	}
 	l.propPos = plp + 2
 	l.propLen = int(pl)
 	if end := l.propPos + l.propLen; end != total {
-		return l, false, 0, fmt.Errorf("record: fields end at %d, TOTALSIZE is %d: %w", end, total, ErrLengthMismatch)
+		return l, 0, fmt.Errorf("record: fields end at %d, TOTALSIZE is %d: %w", end, total, ErrLengthMismatch)
 	}
 	if n < total {
-		return l, false, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	if checkCRC {
 		want := be.Uint32(b[posBodyCRC:])
 		if got := crc32.ChecksumIEEE(b[l.bodyPos:l.bodyPos+l.bodyLen]) & 0x7FFFFFFF; got != want {
-			return l, false, 0, fmt.Errorf("record: BODYCRC 0x%08X, body has 0x%08X: %w", want, got, ErrBadCRC)
+			return l, 0, fmt.Errorf("record: BODYCRC 0x%08X, body has 0x%08X: %w", want, got, ErrBadCRC)
 		}
 	}
-	return l, false, total, nil
+	return l, total, nil
+}
+
+// checkPorts checks the two port fields of the record at b[0:] (long enough
+// for its fixed fields), int32s that must hold a uint16.
+func checkPorts(b []byte, sysFlag int32) error {
+	bornPort := posBornHost + 4
+	if sysFlag&SysFlagBornHostV6 != 0 {
+		bornPort = posBornHost + 16
+	}
+	storePort := storeTimestampPos(sysFlag) + 8 + 4
+	if sysFlag&SysFlagStoreHostV6 != 0 {
+		storePort = storeTimestampPos(sysFlag) + 8 + 16
+	}
+	for _, pp := range [2]int{bornPort, storePort} {
+		if port := binary.BigEndian.Uint32(b[pp:]); port > 0xFFFF {
+			return fmt.Errorf("record: port %d at %d: %w", int32(port), pp, ErrBadField)
+		}
+	}
+	return nil
 }
 
 // Check validates the record at the start of b, as recovery and dispatch
