@@ -47,24 +47,11 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	}
 	bp := encPool.Get().(*[]byte)
 	defer encPool.Put(bp)
-	buf := (*bp)[:0]
-	lim := record.Limits{MaxMessageSize: s.opts.MaxMessageSize}
 	base := len(dst)
-	for _, m := range msgs {
-		start := len(buf)
-		var err error
-		buf, err = record.Encode(buf, m, lim)
-		if err != nil {
-			return dst[:base], fmt.Errorf("append to %s: %w: %w", m.Topic, ErrMessage, err)
-		}
-		dst = append(dst, AppendResult{PhysOffset: int64(start), Size: int32(len(buf) - start)})
-	}
+	buf, dst, err := s.encodeBatch((*bp)[:0], msgs, dst)
 	*bp = buf
-	if int64(len(buf))+record.BlankSize > s.opts.SegmentSize {
-		return dst[:base], fmt.Errorf("batch of %d bytes does not fit a segment: %w", len(buf), ErrMessage)
-	}
-	if s.wb != nil && 2*(int64(len(buf))+record.BlankSize) > int64(len(s.wb.ring)) {
-		return dst[:base], fmt.Errorf("batch of %d bytes exceeds half the %d-byte write buffer: %w", len(buf), len(s.wb.ring), ErrMessage)
+	if err != nil {
+		return dst[:base], err
 	}
 	if err := s.Writable(); err != nil {
 		return dst[:base], err
@@ -90,20 +77,7 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	}
 	now := s.opts.Now()
 	pos := s.wrotePos
-	for i, m := range msgs {
-		r := &dst[base+i]
-		rec := buf[r.PhysOffset : r.PhysOffset+int64(r.Size)]
-		qo := int64(0)
-		if countsInQueue(m.SysFlag) {
-			k := queueKey{m.Topic, m.QueueID}
-			qo = s.queueOffsets[k]
-			s.queueOffsets[k] = qo + 1
-		}
-		r.PhysOffset = pos + r.PhysOffset
-		r.QueueOffset = qo
-		r.StoreTimestamp = now
-		record.Stamp(rec, qo, r.PhysOffset, now)
-	}
+	s.stampLocked(msgs, buf, dst[base:], pos, now)
 	s.wrotePos = pos + int64(len(buf))
 	s.lastTs.Store(now)
 	if s.wb != nil {
@@ -126,6 +100,50 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	s.committedN.notify()
 	s.afterCommit()
 	return dst, nil
+}
+
+// encodeBatch encodes msgs back to back into buf and appends to dst one
+// result each, holding the record's offset within buf and its size. The
+// batch must fit a segment, and half the write buffer if there is one
+// (ErrMessage). On error dst may hold results for part of msgs.
+func (s *Store) encodeBatch(buf []byte, msgs []*record.Message, dst []AppendResult) ([]byte, []AppendResult, error) {
+	lim := record.Limits{MaxMessageSize: s.opts.MaxMessageSize}
+	for _, m := range msgs {
+		start := len(buf)
+		var err error
+		buf, err = record.Encode(buf, m, lim)
+		if err != nil {
+			return buf, dst, fmt.Errorf("append to %s: %w: %w", m.Topic, ErrMessage, err)
+		}
+		dst = append(dst, AppendResult{PhysOffset: int64(start), Size: int32(len(buf) - start)})
+	}
+	if int64(len(buf))+record.BlankSize > s.opts.SegmentSize {
+		return buf, dst, fmt.Errorf("batch of %d bytes does not fit a segment: %w", len(buf), ErrMessage)
+	}
+	if s.wb != nil && 2*(int64(len(buf))+record.BlankSize) > int64(len(s.wb.ring)) {
+		return buf, dst, fmt.Errorf("batch of %d bytes exceeds half the %d-byte write buffer: %w", len(buf), len(s.wb.ring), ErrMessage)
+	}
+	return buf, dst, nil
+}
+
+// stampLocked gives the encoded batch buf, to be stored at pos, its queue
+// offsets, physical offsets and store timestamp now, in the records and in
+// res (encodeBatch's results for msgs). appendMu is held.
+func (s *Store) stampLocked(msgs []*record.Message, buf []byte, res []AppendResult, pos, now int64) {
+	for i, m := range msgs {
+		r := &res[i]
+		rec := buf[r.PhysOffset : r.PhysOffset+int64(r.Size)]
+		qo := int64(0)
+		if countsInQueue(m.SysFlag) {
+			k := queueKey{m.Topic, m.QueueID}
+			qo = s.queueOffsets[k]
+			s.queueOffsets[k] = qo + 1
+		}
+		r.PhysOffset = pos + r.PhysOffset
+		r.QueueOffset = qo
+		r.StoreTimestamp = now
+		record.Stamp(rec, qo, r.PhysOffset, now)
+	}
 }
 
 // countsInQueue reports whether a record gets a consume queue entry and a
