@@ -69,118 +69,33 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 	if len(w.Profiles) == 0 {
 		return out
 	}
-	step := func(f func(string), msg string) {
-		if f != nil {
-			f(msg)
-		}
+	if o.Queues <= 0 {
+		o.Queues = DefaultQueues
 	}
-	skip := func(n int) {
-		if o.Skip != nil && n > 0 {
-			o.Skip(n)
-		}
-	}
-	queues := o.Queues
-	if queues <= 0 {
-		queues = DefaultQueues
-	}
-	type system struct {
-		nats, floor   bool
-		profile, path string
-		err           error
-	}
-	var systems []system
-	for _, p := range w.Profiles {
-		path, err := FindProfile(p, o.ProfileDirs...)
-		systems = append(systems, system{profile: p, path: path, err: err})
-	}
-	if w.WithNATS() {
-		systems = append(systems, system{nats: true, profile: NATSConfig}, system{nats: true, profile: NATSTCPConfig})
-	}
-	if w.WithFloor() {
-		systems = append(systems, system{floor: true, profile: FloorProfile})
-	}
+	systems := partSystems(w, o)
 	n := 0
 	for _, producers := range w.Producers {
 		for _, body := range w.BodyBytes {
-			type acc struct {
-				row report.Wire
-				mps []float64
-				lat hist.Histogram
-			}
-			accs := make([]*acc, len(systems))
+			accs := make([]*partAcc, len(systems))
 			for i, s := range systems {
-				a := &acc{row: report.Wire{Name: "keel", Profile: s.profile, Producers: producers, Connections: min(w.Connections, producers),
-					Depth: w.Depth, BodyBytes: body, Statuses: map[string]int64{}}}
-				switch {
-				case s.nats:
-					a.row.Name, a.row.Connections, a.row.Depth = "nats-jetstream", min(producers, 8), 0
-				case s.floor:
-					a.row.Name = FloorName
-				}
-				if s.err != nil {
-					a.row.Status, a.row.Note = "error", s.err.Error()
-				}
-				accs[i] = a
+				accs[i] = newPartAcc(w, s, producers, body)
 			}
 			for rep := 0; rep < w.Repeats; rep++ {
 				for k := range systems {
 					i := (k + rep) % len(systems)
 					s, a := systems[i], accs[i]
 					if a.row.Status != "" {
-						skip(1)
+						if o.Skip != nil {
+							o.Skip(1)
+						}
 						continue
 					}
 					n++
-					step(o.Step, fmt.Sprintf("wire %s/%s p%d %dB run %d/%d", a.row.Name, s.profile, producers, body, rep+1, w.Repeats))
-					runtime.GC() // do not bill one system for the previous one's garbage
-					dir := filepath.Join(o.Scratch, fmt.Sprintf("wire-%d", n))
-					var (
-						mps      float64
-						lat      *hist.Histogram
-						statuses map[string]int64
-						errs     int64
-						note     string
-						err      error
-					)
-					switch {
-					case s.floor:
-						var r *Result
-						r, err = runFloor(ctx, LoadSpec{Queues: queues, Producers: producers, Conns: w.Connections, Depth: w.Depth, BodyBytes: body,
-							Warmup: o.Warmup, Duration: w.Duration.D()})
-						if err == nil {
-							mps, lat, statuses, errs = r.MsgsPerSec, &r.Latency, r.Statuses, r.Errors
-							note = fmt.Sprintf("keel's remoting server in this process with a send handler that stores nothing, %d TCP conns × depth %d on 127.0.0.1, SEND_MESSAGE (10)",
-								a.row.Connections, w.Depth)
-						}
-					case s.nats:
-						var r *peers.Result
-						r, err = peers.Run(ctx, peers.Spec{System: "nats", Config: s.profile, Dir: dir, Producers: producers, BodyBytes: body,
-							Warmup: o.Warmup, Duration: w.Duration.D()})
-						if err == nil {
-							mps, lat, errs, note = r.MsgsPerSec, &r.Latency, r.Errors, r.Note
-							statuses = map[string]int64{StatusOK: r.Msgs}
-							if r.Errors > 0 {
-								statuses[StatusError] = r.Errors
-							}
-						}
-					default:
-						var r *Result
-						r, err = Run(ctx, Spec{Node: NodeSpec{Profile: s.path, Dir: dir, SegmentSize: int64(w.SegmentSize), Queues: queues},
-							Load: LoadSpec{Queues: queues, Producers: producers, Conns: w.Connections, Depth: w.Depth, BodyBytes: body,
-								Warmup: o.Warmup, Duration: w.Duration.D()}})
-						if r != nil {
-							mps, lat, statuses, errs = r.MsgsPerSec, &r.Latency, r.Statuses, r.Errors
-							note = fmt.Sprintf("keel node in this process, profile %s, %d TCP conns × depth %d on 127.0.0.1, SEND_MESSAGE (10)",
-								s.profile, a.row.Connections, w.Depth)
-							if r.FirstError != "" {
-								note += "; first error: " + r.FirstError
-							}
-							if err != nil { // measured, but the node did not stop cleanly
-								note += "; " + err.Error()
-								err = nil
-							}
-						}
+					if o.Step != nil {
+						o.Step(fmt.Sprintf("wire %s/%s p%d %dB run %d/%d", a.row.Name, s.profile, producers, body, rep+1, w.Repeats))
 					}
+					runtime.GC() // do not bill one system for the previous one's garbage
+					m, err := runSystem(ctx, w, o, s, a.row, filepath.Join(o.Scratch, fmt.Sprintf("wire-%d", n)))
 					if ctx.Err() != nil {
 						return out
 					}
@@ -191,51 +106,168 @@ func RunPart(ctx context.Context, w matrix.WireConfig, o PartOptions) []report.W
 						}
 						continue
 					}
-					step(o.Result, fmt.Sprintf("%.0f msg/s, p99 %v", mps, time.Duration(lat.Quantile(0.99))))
-					a.mps = append(a.mps, mps)
-					a.lat.Merge(lat)
-					for k, v := range statuses {
-						a.row.Statuses[k] += v
+					if o.Result != nil {
+						o.Result(fmt.Sprintf("%.0f msg/s, p99 %v", m.mps, time.Duration(m.lat.Quantile(0.99))))
 					}
-					a.row.Errors += errs
-					a.row.Note = note
-					a.row.Runs = append(a.row.Runs, report.Run{MsgsPerSec: mps, P99us: us(lat.Quantile(0.99))})
+					a.add(m)
 				}
 			}
-			var natsMPS, natsTCPMPS, floorMPS float64
-			for i, a := range accs {
-				if a.row.Status == "" {
-					a.row.Status = "ok"
-					st := ceiling.NewStat(a.mps)
-					a.row.MsgsPerSec, a.row.MsgsPerSecMin, a.row.MsgsPerSecMax = st.Median, st.Min, st.Max
-					a.row.P50us, a.row.P99us, a.row.P999us = us(a.lat.Quantile(0.5)), us(a.lat.Quantile(0.99)), us(a.lat.Quantile(0.999))
-					a.row.CDF = report.ThinCDF(&a.lat)
-					switch {
-					case systems[i].nats && systems[i].profile == NATSConfig:
-						natsMPS = a.row.MsgsPerSec
-					case systems[i].nats:
-						natsTCPMPS = a.row.MsgsPerSec
-					case systems[i].floor:
-						floorMPS = a.row.MsgsPerSec
-					}
-				}
-			}
-			for i, a := range accs {
-				if !systems[i].nats && a.row.Status == "ok" && natsMPS > 0 {
-					a.row.NATSMsgsPerSec = natsMPS
-					a.row.RatioToNATS = a.row.MsgsPerSec / natsMPS
-				}
-				if !systems[i].nats && a.row.Status == "ok" && natsTCPMPS > 0 {
-					a.row.NATSTCPMsgsPerSec = natsTCPMPS
-					a.row.RatioToNATSTCP = a.row.MsgsPerSec / natsTCPMPS
-				}
-				if !systems[i].nats && !systems[i].floor && a.row.Status == "ok" && floorMPS > 0 {
-					a.row.FloorMsgsPerSec = floorMPS
-					a.row.RatioToFloor = a.row.MsgsPerSec / floorMPS
-				}
-				out = append(out, a.row)
-			}
+			out = append(out, finishRows(systems, accs)...)
 		}
+	}
+	return out
+}
+
+// partSystem is one system of the wire part: a keel profile, a NATS
+// configuration or the protocol floor.
+type partSystem struct {
+	nats, floor   bool
+	profile, path string
+	err           error // the profile could not be found
+}
+
+// partSystems lists the systems of w: its profiles, then NATS (in-process
+// and over TCP) and the floor when w asks for them.
+func partSystems(w matrix.WireConfig, o PartOptions) []partSystem {
+	var systems []partSystem
+	for _, p := range w.Profiles {
+		path, err := FindProfile(p, o.ProfileDirs...)
+		systems = append(systems, partSystem{profile: p, path: path, err: err})
+	}
+	if w.WithNATS() {
+		systems = append(systems, partSystem{nats: true, profile: NATSConfig}, partSystem{nats: true, profile: NATSTCPConfig})
+	}
+	if w.WithFloor() {
+		systems = append(systems, partSystem{floor: true, profile: FloorProfile})
+	}
+	return systems
+}
+
+// partAcc accumulates one system's runs at one producer count and body
+// size.
+type partAcc struct {
+	row report.Wire
+	mps []float64
+	lat hist.Histogram
+}
+
+func newPartAcc(w matrix.WireConfig, s partSystem, producers, body int) *partAcc {
+	a := &partAcc{row: report.Wire{Name: "keel", Profile: s.profile, Producers: producers, Connections: min(w.Connections, producers),
+		Depth: w.Depth, BodyBytes: body, Statuses: map[string]int64{}}}
+	switch {
+	case s.nats:
+		a.row.Name, a.row.Connections, a.row.Depth = "nats-jetstream", min(producers, 8), 0
+	case s.floor:
+		a.row.Name = FloorName
+	}
+	if s.err != nil {
+		a.row.Status, a.row.Note = "error", s.err.Error()
+	}
+	return a
+}
+
+// add counts one successful run.
+func (a *partAcc) add(m partRun) {
+	a.mps = append(a.mps, m.mps)
+	a.lat.Merge(m.lat)
+	for k, v := range m.statuses {
+		a.row.Statuses[k] += v
+	}
+	a.row.Errors += m.errs
+	a.row.Note = m.note
+	a.row.Runs = append(a.row.Runs, report.Run{MsgsPerSec: m.mps, P99us: us(m.lat.Quantile(0.99))})
+}
+
+// partRun is what one run of one system measured.
+type partRun struct {
+	mps      float64
+	lat      *hist.Histogram
+	statuses map[string]int64
+	errs     int64
+	note     string
+}
+
+// runSystem runs s once with row's producers, connections, depth and body
+// size, in dir.
+func runSystem(ctx context.Context, w matrix.WireConfig, o PartOptions, s partSystem, row report.Wire, dir string) (partRun, error) {
+	load := LoadSpec{Queues: o.Queues, Producers: row.Producers, Conns: w.Connections, Depth: w.Depth, BodyBytes: row.BodyBytes,
+		Warmup: o.Warmup, Duration: w.Duration.D()}
+	switch {
+	case s.floor:
+		r, err := runFloor(ctx, load)
+		if err != nil {
+			return partRun{}, err
+		}
+		return partRun{mps: r.MsgsPerSec, lat: &r.Latency, statuses: r.Statuses, errs: r.Errors,
+			note: fmt.Sprintf("keel's remoting server in this process with a send handler that stores nothing, %d TCP conns × depth %d on 127.0.0.1, SEND_MESSAGE (10)",
+				row.Connections, w.Depth)}, nil
+	case s.nats:
+		r, err := peers.Run(ctx, peers.Spec{System: "nats", Config: s.profile, Dir: dir, Producers: row.Producers, BodyBytes: row.BodyBytes,
+			Warmup: o.Warmup, Duration: w.Duration.D()})
+		if err != nil {
+			return partRun{}, err
+		}
+		m := partRun{mps: r.MsgsPerSec, lat: &r.Latency, errs: r.Errors, note: r.Note, statuses: map[string]int64{StatusOK: r.Msgs}}
+		if r.Errors > 0 {
+			m.statuses[StatusError] = r.Errors
+		}
+		return m, nil
+	}
+	r, err := Run(ctx, Spec{Node: NodeSpec{Profile: s.path, Dir: dir, SegmentSize: int64(w.SegmentSize), Queues: o.Queues}, Load: load})
+	if r == nil {
+		return partRun{}, err
+	}
+	m := partRun{mps: r.MsgsPerSec, lat: &r.Latency, statuses: r.Statuses, errs: r.Errors,
+		note: fmt.Sprintf("keel node in this process, profile %s, %d TCP conns × depth %d on 127.0.0.1, SEND_MESSAGE (10)",
+			s.profile, row.Connections, w.Depth)}
+	if r.FirstError != "" {
+		m.note += "; first error: " + r.FirstError
+	}
+	if err != nil { // measured, but the node did not stop cleanly
+		m.note += "; " + err.Error()
+	}
+	return m, nil
+}
+
+// finishRows turns the accumulated runs into rows: medians and latency
+// quantiles for the systems that ran, and the ratios of every non-NATS
+// row to both NATS rows and of every keel row to the floor.
+func finishRows(systems []partSystem, accs []*partAcc) []report.Wire {
+	var natsMPS, natsTCPMPS, floorMPS float64
+	for i, a := range accs {
+		if a.row.Status != "" {
+			continue
+		}
+		a.row.Status = "ok"
+		st := ceiling.NewStat(a.mps)
+		a.row.MsgsPerSec, a.row.MsgsPerSecMin, a.row.MsgsPerSecMax = st.Median, st.Min, st.Max
+		a.row.P50us, a.row.P99us, a.row.P999us = us(a.lat.Quantile(0.5)), us(a.lat.Quantile(0.99)), us(a.lat.Quantile(0.999))
+		a.row.CDF = report.ThinCDF(&a.lat)
+		switch {
+		case systems[i].nats && systems[i].profile == NATSConfig:
+			natsMPS = a.row.MsgsPerSec
+		case systems[i].nats:
+			natsTCPMPS = a.row.MsgsPerSec
+		case systems[i].floor:
+			floorMPS = a.row.MsgsPerSec
+		}
+	}
+	out := make([]report.Wire, 0, len(accs))
+	for i, a := range accs {
+		ok := a.row.Status == "ok" && !systems[i].nats
+		if ok && natsMPS > 0 {
+			a.row.NATSMsgsPerSec = natsMPS
+			a.row.RatioToNATS = a.row.MsgsPerSec / natsMPS
+		}
+		if ok && natsTCPMPS > 0 {
+			a.row.NATSTCPMsgsPerSec = natsTCPMPS
+			a.row.RatioToNATSTCP = a.row.MsgsPerSec / natsTCPMPS
+		}
+		if ok && !systems[i].floor && floorMPS > 0 {
+			a.row.FloorMsgsPerSec = floorMPS
+			a.row.RatioToFloor = a.row.MsgsPerSec / floorMPS
+		}
+		out = append(out, a.row)
 	}
 	return out
 }
