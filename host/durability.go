@@ -18,9 +18,12 @@ type DurabilityRow struct {
 
 // Durability answers, for the policies a profile's plugins declared: when
 // the producer's ack is sent, and what survives a process crash, a power
-// loss and the loss of the master. The benchmark measures these claims
-// (recovery workload: acked messages lost per crash kind).
-func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flushName, replName string) []DurabilityRow {
+// loss and the loss of the master. role is replication.role; flushName
+// names the flush plugin (profile.PluginName); replicated says whether the
+// [replication] section selects a plugin (profile.Chosen). The benchmark
+// measures these claims (recovery workload: acked messages lost per crash
+// kind).
+func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flushName string, replicated bool) []DurabilityRow {
 	var ack []string
 	if fp.WaitFlush {
 		ack = append(ack, fmt.Sprintf("after fdatasync on this machine (FLUSH_DISK_TIMEOUT after %s, message kept)", fp.Timeout))
@@ -43,9 +46,9 @@ func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flush
 		rows = append(rows, DurabilityRow{"power loss", fmt.Sprintf("only what the %s flush strategy had flushed: acknowledged messages written since the last flush are lost", flushName)})
 	}
 	switch {
-	case role == roleSlave:
+	case role == profile.RoleSlave:
 		rows = append(rows, DurabilityRow{"loss of the master", "this node is a slave: it holds what the master streamed to it and can be promoted (keel admin promote)"})
-	case replName == "" || replName == "none":
+	case !replicated:
 		rows = append(rows, DurabilityRow{"loss of the master", "everything on this node is unavailable until its disk is recovered: there is no replica"})
 	case rp.WaitReplicas > 0:
 		rows = append(rows, DurabilityRow{"loss of the master", "no acknowledged message: promote an in-sync slave (keel admin promote); it holds every acknowledged message"})
@@ -72,7 +75,7 @@ func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flush
 func Check(ctx context.Context, p *profile.Profile) ([]DurabilityRow, error) {
 	n := &Node{prof: p, role: p.Replication.Role, checkOnly: true}
 	if n.role == "" {
-		n.role = roleMaster
+		n.role = profile.RoleMaster
 	}
 	n.log = discardLogger()
 	n.metrics = newMetrics(n)
@@ -91,12 +94,5 @@ func Check(ctx context.Context, p *profile.Profile) ([]DurabilityRow, error) {
 	if err := n.loadPlugins(ctx); err != nil {
 		return nil, err
 	}
-	return Durability(n.role, n.flushPolicy, n.replPolicy, p.Flush.Plugin, pluginName(p.Replication.Plugin, p.Replication.Path)), nil
-}
-
-func pluginName(name, path string) string {
-	if path != "" {
-		return path
-	}
-	return name
+	return Durability(n.role, n.flushPolicy, n.replPolicy, profile.PluginName(p.Flush.Plugin, p.Flush.Path), profile.Chosen(p.Replication.Plugin, p.Replication.Path)), nil
 }

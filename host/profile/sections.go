@@ -6,8 +6,9 @@ import (
 )
 
 // StoreConfig is the [store] section: the commitlog core's settings. Defaults
-// follow RocketMQ's MessageStoreConfig (see
-// /work/shared/reference/rocketmq-store.md §1.3, §7.6, §8.1).
+// follow Apache RocketMQ's MessageStoreConfig
+// (org.apache.rocketmq.store.config.MessageStoreConfig) where it has the
+// setting, and are core's own (core.Default*) where core has one.
 type StoreConfig struct {
 	// Dir is the data directory. Default "data/<profile name>", relative to
 	// the working directory; `keel serve --data DIR` overrides it.
