@@ -28,9 +28,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The roles, as host/profile spells them (one home: profile.RoleMaster
+// and profile.RoleSlave).
 const (
-	roleMaster = "master"
-	roleSlave  = "slave"
+	roleMaster = profile.RoleMaster
+	roleSlave  = profile.RoleSlave
 )
 
 // Options are the process-level settings that are not in the profile.
