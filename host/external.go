@@ -285,28 +285,38 @@ func (sv *supervisor) processInfo() (pid, restarts int, lastCrash, lastRestart t
 	return pid, sv.restarts, sv.lastCrash, sv.lastRestart
 }
 
+// optionalOf returns the current process's plugin as the optional
+// interface T: sv.plugin's error while it restarts, sdk.ErrNotSupported
+// when the plugin is not a T.
+func optionalOf[T any](sv *supervisor) (T, error) {
+	var t T
+	p, err := sv.plugin()
+	if err != nil {
+		return t, err
+	}
+	t, ok := p.(T)
+	if !ok {
+		return t, sdk.ErrNotSupported
+	}
+	return t, nil
+}
+
 // Status implements sdk.StatusReporter by forwarding.
 func (sv *supervisor) Status(ctx context.Context) ([]byte, error) {
-	p, err := sv.plugin()
+	sr, err := optionalOf[sdk.StatusReporter](sv)
 	if err != nil {
 		return nil, err
 	}
-	if sr, ok := p.(sdk.StatusReporter); ok {
-		return sr.Status(ctx)
-	}
-	return nil, sdk.ErrNotSupported
+	return sr.Status(ctx)
 }
 
 // WriteMetrics implements sdk.MetricsWriter by forwarding.
 func (sv *supervisor) WriteMetrics(ctx context.Context) ([]byte, error) {
-	p, err := sv.plugin()
+	mw, err := optionalOf[sdk.MetricsWriter](sv)
 	if err != nil {
 		return nil, err
 	}
-	if mw, ok := p.(sdk.MetricsWriter); ok {
-		return mw.WriteMetrics(ctx)
-	}
-	return nil, sdk.ErrNotSupported
+	return mw.WriteMetrics(ctx)
 }
 
 type extFlush struct{ *supervisor }
@@ -330,25 +340,19 @@ func (e *extRepl) AckPolicy() sdk.ReplicationPolicy {
 }
 
 func (e *extRepl) Promote(ctx context.Context) (int32, error) {
-	p, err := e.plugin()
+	pr, err := optionalOf[sdk.Promoter](e.supervisor)
 	if err != nil {
 		return 0, err
 	}
-	if pr, ok := p.(sdk.Promoter); ok {
-		return pr.Promote(ctx)
-	}
-	return 0, sdk.ErrNotSupported
+	return pr.Promote(ctx)
 }
 
 func (e *extRepl) ForceWrites(ctx context.Context) error {
-	p, err := e.plugin()
+	fw, err := optionalOf[sdk.ForceWriter](e.supervisor)
 	if err != nil {
 		return err
 	}
-	if fw, ok := p.(sdk.ForceWriter); ok {
-		return fw.ForceWrites(ctx)
-	}
-	return sdk.ErrNotSupported
+	return fw.ForceWrites(ctx)
 }
 
 type extIndex struct{ *supervisor }
