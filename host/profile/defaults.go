@@ -12,6 +12,10 @@ import (
 // It is the default of [replication] plugin.
 const PluginNone = "none"
 
+// DefaultAdminAddr is the default of admin.addr, the admin HTTP listener;
+// clients of the admin API (keel admin) dial it when told nothing else.
+const DefaultAdminAddr = "127.0.0.1:10914"
+
 // defaults returns the document with every default, for a profile called name.
 //
 // A default some other package already owns (the store's in core, the
@@ -54,6 +58,6 @@ func defaults(name string) document {
 			// host's memory, and far above what a steady load holds.
 			RequestBufferBudget: remoting.DefaultRequestBudget,
 		},
-		Admin: AdminConfig{Addr: "127.0.0.1:10914"},
+		Admin: AdminConfig{Addr: DefaultAdminAddr},
 	}
 }

@@ -23,6 +23,8 @@
 // and the plugin decodes it into its own struct, just as strictly, with
 // sdk.Config.Decode on what (*Profile).PluginConfig returns (in-process
 // callers may use (*Profile).DecodePluginConfig, which runs the same code).
+// A plugin is handed that table and nothing else of the profile: no other
+// section, and no secret but its own (sdk.Config.Secret, for replication).
 //
 // # Errors
 //
