@@ -10,14 +10,10 @@ import (
 // wait is keyed by topic and queue, so a dispatch to another queue does
 // not wake it.
 func (b backend) WaitForData(topic string, queueID int32, offset int64) (<-chan struct{}, func()) {
-	return holds.wait(b.store(), topic, queueID, offset)
+	return b.n.pulls.wait(b.store(), topic, queueID, offset)
 }
 
-// holds is the process's table of held pulls. It is keyed by store, so
-// the nodes of one process (tests run several) do not share waits.
-var holds = pullHolds{stores: make(map[*core.Store]heldQueues)}
-
-// pullHolds is the table of held pulls by store, topic and queue, as
+// pullHolds is a node's table of held pulls by store, topic and queue, as
 // RocketMQ's PullRequestHoldService keeps them: one broadcast channel per
 // queue someone waits on, closed once the queue's max offset passes the
 // lowest offset waited at there. One goroutine per store with waits
@@ -68,6 +64,9 @@ func (h *pullHolds) wait(st *core.Store, topic string, queue int32, offset int64
 	}
 	k := queueKey{topic, queue}
 	h.mu.Lock()
+	if h.stores == nil {
+		h.stores = make(map[*core.Store]heldQueues)
+	}
 	qs := h.stores[st]
 	if qs == nil {
 		qs = make(heldQueues)

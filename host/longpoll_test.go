@@ -130,16 +130,16 @@ func TestWaitForDataStopReleases(t *testing.T) {
 	_, stop1 := b.WaitForData("Q", 0, 0)
 	_, stop2 := b.WaitForData("Q", 0, 0)
 	stop1()
-	holds.mu.Lock()
-	held := len(holds.stores[n.store])
-	holds.mu.Unlock()
+	n.pulls.mu.Lock()
+	held := len(n.pulls.stores[n.store])
+	n.pulls.mu.Unlock()
 	if held != 1 {
 		t.Fatalf("after one of two waits stopped: %d queues held, want 1", held)
 	}
 	stop2()
-	holds.mu.Lock()
-	held = len(holds.stores[n.store])
-	holds.mu.Unlock()
+	n.pulls.mu.Lock()
+	held = len(n.pulls.stores[n.store])
+	n.pulls.mu.Unlock()
 	if held != 0 {
 		t.Fatalf("after both waits stopped: %d queues held, want 0", held)
 	}

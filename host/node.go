@@ -51,6 +51,8 @@ type Node struct {
 	slave atomic.Bool
 	// gate is whether sends may be written now, and if not why (gate.go).
 	gate writeGate
+	// pulls holds the pulls waiting for data, by queue (longpoll.go).
+	pulls pullHolds
 
 	store   *core.Store
 	host    *storehost.Host
