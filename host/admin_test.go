@@ -11,9 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,25 +23,18 @@ import (
 	"github.com/keelmq/keel/sdk"
 )
 
-var registerOnce sync.Once
-
-// registerTestBuiltins registers the builtins these tests use, unless
-// something else in the test binary already did.
-func registerTestBuiltins() {
-	registerOnce.Do(func() {
-		if !slices.Contains(Builtins(sdk.KindFlush), "async") {
-			RegisterBuiltin(sdk.KindFlush, "async", func() sdk.Plugin {
-				f, err := flush.New("async")
-				if err != nil {
-					panic(err)
-				}
-				return f
-			})
+// testCatalog is the builtins these tests use.
+func testCatalog() *Catalog {
+	c := &Catalog{}
+	c.Add(sdk.KindFlush, "async", func() sdk.Plugin {
+		f, err := flush.New("async")
+		if err != nil {
+			panic(err)
 		}
-		if !slices.Contains(Builtins(sdk.KindReplication), "async") {
-			RegisterBuiltin(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
-		}
+		return f
 	})
+	c.Add(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
+	return c
 }
 
 // startTestNode starts a node on 127.0.0.1 ports of its own choosing, with
@@ -51,7 +42,6 @@ func registerTestBuiltins() {
 // more --set overrides. The node is stopped at the end of the test.
 func startTestNode(t *testing.T, sets ...string) *Node {
 	t.Helper()
-	registerTestBuiltins()
 	base := []string{
 		"server.namesrv_addr=127.0.0.1:0", "server.broker_addr=127.0.0.1:0",
 		"server.ha_addr=127.0.0.1:0", "admin.addr=127.0.0.1:0",
@@ -63,7 +53,7 @@ func startTestNode(t *testing.T, sets ...string) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(context.Background(), p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := Start(context.Background(), p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: testCatalog()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,9 +71,10 @@ func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flush
 // modified. Builtins that implement ConfigChecker validate without disk
 // access; other plugins are configured against a scratch data dir in the
 // system temporary directory, stopped, and the scratch dir removed.
-// External plugin processes are started and killed again.
-func Check(ctx context.Context, p *profile.Profile) ([]DurabilityRow, error) {
-	n := &Node{prof: p, role: p.Replication.Role, checkOnly: true}
+// External plugin processes are started and killed again. Builtins are
+// looked up in cat (nil: none).
+func Check(ctx context.Context, p *profile.Profile, cat *Catalog) ([]DurabilityRow, error) {
+	n := &Node{prof: p, catalog: cat, role: p.Replication.Role, checkOnly: true}
 	if n.role == "" {
 		n.role = profile.RoleMaster
 	}

@@ -39,13 +39,18 @@ const (
 type Options struct {
 	// Logger for the node; nil means slog.Default().
 	Logger *slog.Logger
+	// Catalog is the builtin plugins the profile may name (keel's own is
+	// internal/builtins.Catalog). Nil is an empty catalog: only external
+	// plugins (path = ...) load.
+	Catalog *Catalog
 }
 
 // Node is one running keel process.
 type Node struct {
-	prof *profile.Profile
-	log  *slog.Logger
-	role string // the configured role; slave becomes master on Promote
+	prof    *profile.Profile
+	log     *slog.Logger
+	catalog *Catalog // the builtins the profile may name
+	role    string   // the configured role; slave becomes master on Promote
 	// slave is true while this node is a slave (appends refused). Promote
 	// clears it; setSlave changes it and the write gate together.
 	slave atomic.Bool
@@ -103,7 +108,7 @@ func Start(ctx context.Context, prof *profile.Profile, opts Options) (*Node, err
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{prof: prof, log: log, role: prof.Replication.Role, listeners: map[string]net.Listener{}, started: time.Now()}
+	n := &Node{prof: prof, log: log, catalog: opts.Catalog, role: prof.Replication.Role, listeners: map[string]net.Listener{}, started: time.Now()}
 	if n.role == "" {
 		n.role = roleMaster
 	}

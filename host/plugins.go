@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,45 +16,6 @@ import (
 
 // Factory makes a fresh builtin plugin instance.
 type Factory func() sdk.Plugin
-
-var (
-	catalogMu sync.RWMutex
-	catalog   = map[sdk.Kind]map[string]Factory{}
-)
-
-// RegisterBuiltin adds a builtin plugin to the catalog profiles name with
-// `plugin = "<name>"`. cmd/keel registers every builtin at init. It panics
-// on a duplicate name, as a programming error.
-func RegisterBuiltin(kind sdk.Kind, name string, f Factory) {
-	catalogMu.Lock()
-	defer catalogMu.Unlock()
-	if catalog[kind] == nil {
-		catalog[kind] = map[string]Factory{}
-	}
-	if _, dup := catalog[kind][name]; dup {
-		panic(fmt.Sprintf("host: builtin %s plugin %q registered twice", kind, name))
-	}
-	catalog[kind][name] = f
-}
-
-// Builtins lists the registered builtin names of a kind, sorted.
-func Builtins(kind sdk.Kind) []string {
-	catalogMu.RLock()
-	defer catalogMu.RUnlock()
-	var out []string
-	for name := range catalog[kind] {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func lookupBuiltin(kind sdk.Kind, name string) (Factory, bool) {
-	catalogMu.RLock()
-	defer catalogMu.RUnlock()
-	f, ok := catalog[kind][name]
-	return f, ok
-}
 
 // ConfigChecker is an optional interface of plugins, used by `keel profile
 // check` (Check): CheckConfig validates cfg exactly as Configure would and
@@ -150,7 +110,7 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 	for _, s := range sections {
 		if !profile.Chosen(s.name, s.path) {
 			if s.kind == sdk.KindFlush {
-				return fmt.Errorf("%s: flush.plugin: a flush strategy is required (builtins: %s)", p.File, strings.Join(Builtins(sdk.KindFlush), ", "))
+				return fmt.Errorf("%s: flush.plugin: a flush strategy is required (builtins: %s)", p.File, strings.Join(n.catalog.Names(sdk.KindFlush), ", "))
 			}
 			continue
 		}
@@ -162,9 +122,9 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 			}
 			lp.p, lp.external, lp.name = pl, true, s.path
 		} else {
-			f, ok := lookupBuiltin(s.kind, s.name)
+			f, ok := n.catalog.Lookup(s.kind, s.name)
 			if !ok {
-				return fmt.Errorf("%s: %s.plugin: unknown builtin %q (builtins: %s)", p.File, s.kind, s.name, strings.Join(Builtins(s.kind), ", "))
+				return fmt.Errorf("%s: %s.plugin: unknown builtin %q (builtins: %s)", p.File, s.kind, s.name, strings.Join(n.catalog.Names(s.kind), ", "))
 			}
 			lp.p = f()
 		}

@@ -73,7 +73,6 @@ func StartNode(ctx context.Context, s NodeSpec) (*host.Node, error) {
 	if s.Profile == "" || s.Dir == "" {
 		return nil, errors.New("wire: NodeSpec.Profile and Dir are required")
 	}
-	builtins.Register() // the one catalog; a no-op for names keelbench registered
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("wire: create node dir: %w", err)
 	}
@@ -103,7 +102,7 @@ func StartNode(ctx context.Context, s NodeSpec) (*host.Node, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
-	n, err := host.Start(ctx, prof, host.Options{Logger: log})
+	n, err := host.Start(ctx, prof, host.Options{Logger: log, Catalog: builtins.Catalog()})
 	if err != nil {
 		return nil, fmt.Errorf("wire: start keel node (profile %s): %w", s.Profile, err)
 	}

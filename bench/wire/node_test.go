@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/bench/matrix"
-	"github.com/keelmq/keel/host"
 	"github.com/keelmq/keel/host/remoting"
-	"github.com/keelmq/keel/sdk"
 )
 
 var profileDir = filepath.Join("..", "..", "configs", "profiles")
@@ -83,16 +81,6 @@ func TestRun(t *testing.T) {
 	}
 	if r.Msgs == 0 {
 		t.Fatalf("no messages: %+v", r)
-	}
-	// registerBuiltins ran once and left every builtin the profiles name.
-	for kind, name := range map[sdk.Kind]string{sdk.KindFlush: "sync", sdk.KindIndex: "hash", sdk.KindReplication: "async"} {
-		found := false
-		for _, b := range host.Builtins(kind) {
-			found = found || b == name
-		}
-		if !found {
-			t.Errorf("builtin %s %q not registered", kind, name)
-		}
 	}
 }
 

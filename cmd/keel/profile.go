@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/keelmq/keel/internal/builtins"
 	"os"
 	"text/tabwriter"
 
@@ -26,7 +27,7 @@ func cmdProfileCheck(args []string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := host.Check(context.Background(), p)
+	rows, err := host.Check(context.Background(), p, builtins.Catalog())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/keelmq/keel/internal/builtins"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -60,7 +61,7 @@ func cmdServe(args []string) error {
 	}
 	ctx := context.Background()
 	log.Info("starting keel", "version", version, "profile", *prof, "data", p.Store.Dir, "pid", os.Getpid())
-	n, err := host.Start(ctx, p, host.Options{Logger: log})
+	n, err := host.Start(ctx, p, host.Options{Logger: log, Catalog: builtins.Catalog()})
 	if err != nil {
 		return startError{err}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/keelmq/keel/internal/builtins"
 	"io"
 	"net"
 	"net/http"
@@ -86,7 +87,7 @@ func TestShippedProfiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := host.Check(context.Background(), p)
+			rows, err := host.Check(context.Background(), p, builtins.Catalog())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +128,7 @@ func startNode(t *testing.T, prof string, sets ...string) *host.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := host.Start(context.Background(), p, host.Options{})
+	n, err := host.Start(context.Background(), p, host.Options{Catalog: builtins.Catalog()})
 	if err != nil {
 		t.Fatal(err)
 	}

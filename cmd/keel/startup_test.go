@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"github.com/keelmq/keel/internal/builtins"
 	"io"
 	"log/slog"
 	"net"
@@ -634,7 +635,7 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := host.Start(context.Background(), p, host.Options{Logger: discard()})
+	n, err := host.Start(context.Background(), p, host.Options{Logger: discard(), Catalog: builtins.Catalog()})
 	if err == nil {
 		n.Stop(context.Background())
 		t.Fatal("started with the admin address taken")
@@ -662,7 +663,7 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err = host.Start(context.Background(), p, host.Options{Logger: discard()}); err == nil || n != nil {
+	if n, err = host.Start(context.Background(), p, host.Options{Logger: discard(), Catalog: builtins.Catalog()}); err == nil || n != nil {
 		t.Fatalf("started with a damaged replication state: %v", err)
 	}
 	storeOpened(t, dir)

@@ -9,7 +9,6 @@ package builtins
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/keelmq/keel/host"
 	flush "github.com/keelmq/keel/plugins/flush-strategies"
@@ -42,20 +41,4 @@ func Catalog() *host.Catalog {
 	add(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
 	add(sdk.KindReplication, "sync", func() sdk.Plugin { return replicationsync.New() })
 	return c
-}
-
-// Register adds Catalog's plugins to host's process-wide registry,
-// skipping names already registered. It is the bridge until host.Start
-// and host.Check take the catalog in their options; it goes with the
-// registry.
-func Register() {
-	c := Catalog()
-	for _, kind := range []sdk.Kind{sdk.KindFlush, sdk.KindIndex, sdk.KindReplication} {
-		for _, name := range c.Names(kind) {
-			if !slices.Contains(host.Builtins(kind), name) {
-				f, _ := c.Lookup(kind, name)
-				host.RegisterBuiltin(kind, name, f)
-			}
-		}
-	}
 }

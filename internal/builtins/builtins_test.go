@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/keelmq/keel/host"
 	flush "github.com/keelmq/keel/plugins/flush-strategies"
 	"github.com/keelmq/keel/sdk"
 )
@@ -26,16 +25,6 @@ func TestCatalog(t *testing.T) {
 			if p := f(); p == nil {
 				t.Errorf("%s builtin %q: factory made nil", kind, name)
 			}
-		}
-	}
-}
-
-func TestRegister(t *testing.T) {
-	Register()
-	Register() // a second call is a no-op, not a duplicate-name panic
-	for _, kind := range []sdk.Kind{sdk.KindFlush, sdk.KindIndex, sdk.KindReplication} {
-		if got, want := host.Builtins(kind), Catalog().Names(kind); !slices.Equal(got, want) {
-			t.Errorf("%s builtins %v, want %v", kind, got, want)
 		}
 	}
 }

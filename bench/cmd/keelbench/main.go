@@ -18,11 +18,7 @@ import (
 	"os"
 
 	"github.com/keelmq/keel/bench"
-	"github.com/keelmq/keel/internal/builtins"
 )
-
-// The same builtin plugin catalog as cmd/keel.
-func init() { builtins.Register() }
 
 func main() {
 	err := bench.Main(os.Args[1:])
