@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/keelmq/keel/host/profile"
 	"io"
 	"net/http"
 	"net/url"
@@ -61,7 +62,7 @@ func cmdAdmin(args []string) error {
 		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]")
 	}
 	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
-	addr := fs.String("admin", "127.0.0.1:10914", "admin API `address`")
+	addr := fs.String("admin", profile.DefaultAdminAddr, "admin API `address`")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func cmdQuery(args []string) error {
 		fmt.Fprint(fs.Output(), queryHelp)
 		fs.PrintDefaults()
 	}
-	addr := fs.String("admin", "127.0.0.1:10914", "admin API `address`")
+	addr := fs.String("admin", profile.DefaultAdminAddr, "admin API `address`")
 	topic := fs.String("topic", "", "topic")
 	key := fs.String("key", "", "message key (KEYS or UNIQ_KEY)")
 	id := fs.String("id", "", "offset message id")

@@ -60,9 +60,13 @@ type BrokerConfig struct {
 	Now func() time.Time
 }
 
+// DefaultQueueNums is the queue count of a topic created on first use
+// (RocketMQ's defaultTopicQueueNums).
+const DefaultQueueNums = 4
+
 func (c BrokerConfig) withDefaults() BrokerConfig {
 	if c.DefaultQueueNums <= 0 {
-		c.DefaultQueueNums = 4
+		c.DefaultQueueNums = DefaultQueueNums
 	}
 	if c.MaxPullCount <= 0 {
 		c.MaxPullCount = DefaultMaxPullCount

@@ -24,9 +24,9 @@ const (
 // BrokerIdentity is what route data says about the one broker this process
 // runs.
 type BrokerIdentity struct {
-	// Cluster is the cluster name ("DefaultCluster" when empty).
+	// Cluster is the cluster name (DefaultCluster when empty).
 	Cluster string
-	// Name is the broker name ("broker-a" when empty).
+	// Name is the broker name (DefaultBrokerName when empty).
 	Name string
 	// MasterAddr is the master's advertised "host:port", exactly as
 	// clients must dial it (route data gives it as broker id 0). Required.
@@ -71,7 +71,7 @@ type NameServer struct {
 // NewNameServer returns a name-server role over src.
 func NewNameServer(cfg NameServerConfig, src RouteSource) *NameServer {
 	if cfg.DefaultQueueNums <= 0 {
-		cfg.DefaultQueueNums = 4
+		cfg.DefaultQueueNums = DefaultQueueNums
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -85,12 +85,19 @@ func (n *NameServer) Register(s *Server) {
 	s.Handle(CodeGetBrokerClusterInfo, n.handleClusterInfo)
 }
 
+// The identity a broker has when none is configured: RocketMQ's
+// brokerClusterName and brokerName defaults.
+const (
+	DefaultCluster    = "DefaultCluster"
+	DefaultBrokerName = "broker-a"
+)
+
 func (id BrokerIdentity) withDefaults() BrokerIdentity {
 	if id.Cluster == "" {
-		id.Cluster = "DefaultCluster"
+		id.Cluster = DefaultCluster
 	}
 	if id.Name == "" {
-		id.Name = "broker-a"
+		id.Name = DefaultBrokerName
 	}
 	return id
 }
