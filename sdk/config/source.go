@@ -2,10 +2,58 @@ package config
 
 import "github.com/pelletier/go-toml/v2/unstable"
 
-// This file holds what a reader of a whole document (host/profile) asks a
-// Source besides Decode: whether a key is set, where, in which order, and
-// with what value, so that checks made after decoding can be reported as
-// precisely as decoding errors.
+// Source is one parsed TOML document, indexed so that problems found while
+// or after decoding it can be reported at a line and column: the profile
+// file, or the one-line document of a --set override. A Source is immutable
+// after NewSource and safe for concurrent use.
+type Source struct {
+	file     string
+	doc      []byte
+	idx      *docIndex
+	override string // the --set argument, "" for the file
+}
+
+// NewSource parses and indexes doc. file names it in errors. override is ""
+// for a file, or the --set argument ("store.segment_size=1KiB") doc was made
+// from: errors about an override name the argument instead of a line and
+// column. NewSource keeps doc; the caller must not modify it afterwards. A
+// syntax error is returned as an *Error at the place of the error.
+func NewSource(file string, doc []byte, override string) (*Source, error) {
+	s, err := newSource(file, doc, override)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newSource is NewSource with the error as an *Error (nil when none); the
+// returned Source indexes the expressions before a syntax error.
+func newSource(file string, doc []byte, override string) (*Source, *Error) {
+	idx, err := indexDocument(doc)
+	s := &Source{file: file, doc: doc, idx: idx, override: override}
+	if err != nil {
+		pos, msg, _ := parserErrorPos(doc, err)
+		return s, s.errAt(pos, nil, "syntax error: "+msg)
+	}
+	return s, nil
+}
+
+// errAt builds an Error at pos about path; for an override the position is
+// dropped (it is a position in the one-line override document).
+func (s *Source) errAt(pos position, path []string, msg string) *Error {
+	e := &Error{File: s.file, Key: FormatKey(path), Msg: msg}
+	if s.override != "" {
+		e.Override = s.override
+	} else {
+		e.Line, e.Col = pos.Line, pos.Col
+	}
+	return e
+}
+
+// What follows is what a reader of a whole document (host/profile) asks a
+// Source besides Decode (decode.go): whether a key is set, where, in which
+// order, and with what value, so that checks made after decoding can be
+// reported as precisely as decoding errors.
 
 // File returns the document's name as given to NewSource.
 func (s *Source) File() string { return s.file }
