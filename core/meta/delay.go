@@ -16,6 +16,8 @@ type DelayOffsetsSnapshot struct {
 	Offsets     map[int32]int64 `json:"offsetTable"` // level → offset
 }
 
+func (s DelayOffsetsSnapshot) dataVersion() DataVersion { return s.DataVersion }
+
 func (s DelayOffsetsSnapshot) validate() error {
 	for level, off := range s.Offsets {
 		if err := validateDelay(level, off); err != nil {
@@ -38,42 +40,26 @@ func validateDelay(level int32, offset int64) error {
 // DelayOffsets is the delay offset table of the scheduled-message service.
 // It is safe for concurrent use.
 type DelayOffsets struct {
-	t       table
-	offsets map[int32]int64 // guarded by t.mu
+	table
+	offsets map[int32]int64 // guarded by mu
 }
 
 // OpenDelayOffsets loads the table from path (see Open for how a missing or
 // corrupt file is handled). Later Persist calls write to path.
 func OpenDelayOffsets(fsys vfs.FS, path string) (*DelayOffsets, error) {
-	d := &DelayOffsets{t: table{fsys: fsys, path: path, version: newVersion()}, offsets: map[int32]int64{}}
+	d := &DelayOffsets{}
 	var s DelayOffsetsSnapshot
-	found, err := load(fsys, path, &s)
-	if err != nil {
+	if err := d.open(fsys, path, &s); err != nil {
 		return nil, err
 	}
-	if found {
-		if err := s.validate(); err != nil {
-			return nil, fmt.Errorf("meta: %s: %w", path, err)
-		}
-		d.t.version = s.DataVersion
-		if s.Offsets != nil {
-			d.offsets = s.Offsets
-		}
-	}
+	d.offsets = orEmpty(s.Offsets)
 	return d, nil
 }
-
-// Version returns the table's current data version.
-func (d *DelayOffsets) Version() DataVersion { return d.t.currentVersion() }
-
-// Dirty reports whether the table changed since it was loaded or last
-// persisted.
-func (d *DelayOffsets) Dirty() bool { return d.t.dirty() }
 
 // Persist writes the table atomically if it changed since it was loaded or
 // last persisted; otherwise it does nothing. On error the table stays dirty.
 func (d *DelayOffsets) Persist() error {
-	return d.t.persist(func() any { return DelayOffsetsSnapshot{DataVersion: d.t.version, Offsets: d.offsets} })
+	return d.persist(func() any { return DelayOffsetsSnapshot{DataVersion: d.version, Offsets: d.offsets} })
 }
 
 // Set records offset for level (>= 1), replacing the old value even if it is
@@ -82,36 +68,32 @@ func (d *DelayOffsets) Set(level int32, offset int64) error {
 	if err := validateDelay(level, offset); err != nil {
 		return fmt.Errorf("meta: set delay offset: %w", err)
 	}
-	d.t.mu.Lock()
-	defer d.t.mu.Unlock()
-	if old, ok := d.offsets[level]; ok && old == offset {
-		return nil
-	}
-	d.offsets[level] = offset
-	d.t.changedLocked()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	setLocked(&d.table, d.offsets, level, offset)
 	return nil
 }
 
 // Get returns the offset of level; ok is false if none was set.
 func (d *DelayOffsets) Get(level int32) (offset int64, ok bool) {
-	d.t.mu.RLock()
-	defer d.t.mu.RUnlock()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	offset, ok = d.offsets[level]
 	return offset, ok
 }
 
 // All returns a copy of every level's offset.
 func (d *DelayOffsets) All() map[int32]int64 {
-	d.t.mu.RLock()
-	defer d.t.mu.RUnlock()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	return maps.Clone(d.offsets)
 }
 
 // Snapshot returns a copy of the table and its version.
 func (d *DelayOffsets) Snapshot() DelayOffsetsSnapshot {
-	d.t.mu.RLock()
-	defer d.t.mu.RUnlock()
-	return DelayOffsetsSnapshot{DataVersion: d.t.version, Offsets: maps.Clone(d.offsets)}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return DelayOffsetsSnapshot{DataVersion: d.version, Offsets: maps.Clone(d.offsets)}
 }
 
 // Apply merges s into the table by maximum per level, for the same reason
@@ -121,24 +103,11 @@ func (d *DelayOffsets) Snapshot() DelayOffsetsSnapshot {
 // changed reports that. An invalid snapshot is rejected whole with an error
 // wrapping ErrInvalid.
 func (d *DelayOffsets) Apply(s DelayOffsetsSnapshot) (changed bool, err error) {
-	if err := s.validate(); err != nil {
-		return false, fmt.Errorf("meta: apply delay offsets snapshot: %w", err)
-	}
-	return d.applyValid(s), nil
+	return apply("delay offsets", s, d.applyValid)
 }
 
 func (d *DelayOffsets) applyValid(s DelayOffsetsSnapshot) bool {
-	d.t.mu.Lock()
-	defer d.t.mu.Unlock()
-	changed := false
-	for level, off := range s.Offsets {
-		if cur, ok := d.offsets[level]; !ok || off > cur {
-			d.offsets[level] = off
-			changed = true
-		}
-	}
-	if changed {
-		d.t.changedLocked()
-	}
-	return changed
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.changedIfLocked(mergeMax(d.offsets, s.Offsets))
 }

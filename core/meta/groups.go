@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -89,6 +88,8 @@ func (c SubscriptionGroupConfig) Validate() error {
 	return nil
 }
 
+func (c SubscriptionGroupConfig) name() string { return c.GroupName }
+
 // SubscriptionGroupsSnapshot is a copy of the subscription group table, as
 // stored in subscriptionGroup.json and as shipped by replication.
 type SubscriptionGroupsSnapshot struct {
@@ -96,63 +97,41 @@ type SubscriptionGroupsSnapshot struct {
 	Groups      map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"` // name → config
 }
 
+func (s SubscriptionGroupsSnapshot) dataVersion() DataVersion { return s.DataVersion }
+
 func (s SubscriptionGroupsSnapshot) validate() error {
-	for name, c := range s.Groups {
-		if name != c.GroupName {
-			return fmt.Errorf("%w: subscription group table key %q holds group %q", ErrInvalid, name, c.GroupName)
-		}
-		if err := c.Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return validateConfigs("subscription group table", "group", s.Groups)
 }
 
 // SubscriptionGroups is the subscription group table. It is safe for
 // concurrent use.
 type SubscriptionGroups struct {
-	t      table
-	groups map[string]SubscriptionGroupConfig // guarded by t.mu
+	table
+	groups map[string]SubscriptionGroupConfig // guarded by mu
 }
 
 // OpenSubscriptionGroups loads the table from path (see Open for how a
 // missing or corrupt file is handled). Later Persist calls write to path.
 func OpenSubscriptionGroups(fsys vfs.FS, path string) (*SubscriptionGroups, error) {
-	g := &SubscriptionGroups{t: table{fsys: fsys, path: path, version: newVersion()}, groups: map[string]SubscriptionGroupConfig{}}
+	g := &SubscriptionGroups{}
 	var s SubscriptionGroupsSnapshot
-	found, err := load(fsys, path, &s)
-	if err != nil {
+	if err := g.open(fsys, path, &s); err != nil {
 		return nil, err
 	}
-	if found {
-		if err := s.validate(); err != nil {
-			return nil, fmt.Errorf("meta: %s: %w", path, err)
-		}
-		g.t.version = s.DataVersion
-		if s.Groups != nil {
-			g.groups = s.Groups
-		}
-	}
+	g.groups = orEmpty(s.Groups)
 	return g, nil
 }
-
-// Version returns the table's current data version.
-func (g *SubscriptionGroups) Version() DataVersion { return g.t.currentVersion() }
-
-// Dirty reports whether the table changed since it was loaded or last
-// persisted.
-func (g *SubscriptionGroups) Dirty() bool { return g.t.dirty() }
 
 // Persist writes the table atomically if it changed since it was loaded or
 // last persisted; otherwise it does nothing. On error the table stays dirty.
 func (g *SubscriptionGroups) Persist() error {
-	return g.t.persist(func() any { return SubscriptionGroupsSnapshot{DataVersion: g.t.version, Groups: g.groups} })
+	return g.persist(func() any { return SubscriptionGroupsSnapshot{DataVersion: g.version, Groups: g.groups} })
 }
 
 // Get returns the group called name.
 func (g *SubscriptionGroups) Get(name string) (SubscriptionGroupConfig, bool) {
-	g.t.mu.RLock()
-	defer g.t.mu.RUnlock()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
 	c, ok := g.groups[name]
 	return c, ok
 }
@@ -164,13 +143,9 @@ func (g *SubscriptionGroups) Put(c SubscriptionGroupConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	g.t.mu.Lock()
-	defer g.t.mu.Unlock()
-	if old, ok := g.groups[c.GroupName]; ok && old == c {
-		return nil
-	}
-	g.groups[c.GroupName] = c
-	g.t.changedLocked()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	setLocked(&g.table, g.groups, c.GroupName, c)
 	return nil
 }
 
@@ -185,45 +160,32 @@ func (g *SubscriptionGroups) GetOrCreate(name string) (c SubscriptionGroupConfig
 	if err := c.Validate(); err != nil {
 		return SubscriptionGroupConfig{}, false, err
 	}
-	g.t.mu.Lock()
-	defer g.t.mu.Unlock()
-	if old, ok := g.groups[name]; ok {
-		return old, false, nil
-	}
-	g.groups[name] = c
-	g.t.changedLocked()
-	return c, true, nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, created = insertLocked(&g.table, g.groups, name, c)
+	return c, created, nil
 }
 
 // Delete removes the group called name and reports whether it existed. It
 // does not touch the group's consumer offsets (see ConsumerOffsets.DeleteGroup).
 func (g *SubscriptionGroups) Delete(name string) bool {
-	g.t.mu.Lock()
-	defer g.t.mu.Unlock()
-	if _, ok := g.groups[name]; !ok {
-		return false
-	}
-	delete(g.groups, name)
-	g.t.changedLocked()
-	return true
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return deleteLocked(&g.table, g.groups, name)
 }
 
 // List returns every group, sorted by name.
 func (g *SubscriptionGroups) List() []SubscriptionGroupConfig {
-	g.t.mu.RLock()
-	defer g.t.mu.RUnlock()
-	out := make([]SubscriptionGroupConfig, 0, len(g.groups))
-	for _, name := range slices.Sorted(maps.Keys(g.groups)) {
-		out = append(out, g.groups[name])
-	}
-	return out
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return sortedValues(g.groups)
 }
 
 // Snapshot returns a copy of the table and its version.
 func (g *SubscriptionGroups) Snapshot() SubscriptionGroupsSnapshot {
-	g.t.mu.RLock()
-	defer g.t.mu.RUnlock()
-	return SubscriptionGroupsSnapshot{DataVersion: g.t.version, Groups: maps.Clone(g.groups)}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return SubscriptionGroupsSnapshot{DataVersion: g.version, Groups: maps.Clone(g.groups)}
 }
 
 // Apply makes the table a copy of s if s.DataVersion differs from the
@@ -231,22 +193,11 @@ func (g *SubscriptionGroups) Snapshot() SubscriptionGroupsSnapshot {
 // Topics.Apply. changed reports whether the table was replaced. A snapshot
 // with an invalid group is rejected whole with an error wrapping ErrInvalid.
 func (g *SubscriptionGroups) Apply(s SubscriptionGroupsSnapshot) (changed bool, err error) {
-	if err := s.validate(); err != nil {
-		return false, fmt.Errorf("meta: apply subscription groups snapshot: %w", err)
-	}
-	return g.applyValid(s), nil
+	return apply("subscription groups", s, g.applyValid)
 }
 
 func (g *SubscriptionGroups) applyValid(s SubscriptionGroupsSnapshot) bool {
-	g.t.mu.Lock()
-	defer g.t.mu.Unlock()
-	if g.t.version.Equal(s.DataVersion) {
-		return false
-	}
-	g.groups = maps.Clone(s.Groups)
-	if g.groups == nil {
-		g.groups = map[string]SubscriptionGroupConfig{}
-	}
-	g.t.adoptLocked(s.DataVersion)
-	return true
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return replaceLocked(&g.table, &g.groups, s.Groups, s.DataVersion)
 }

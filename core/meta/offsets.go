@@ -28,6 +28,8 @@ type OffsetsSnapshot struct {
 	Offsets     map[string]map[int32]int64 `json:"offsetTable"`
 }
 
+func (s OffsetsSnapshot) dataVersion() DataVersion { return s.DataVersion }
+
 func (s OffsetsSnapshot) validate() error {
 	for key, queues := range s.Offsets {
 		topic, group, ok := SplitOffsetKey(key)
@@ -66,44 +68,30 @@ func validateOffsetArgs(group, topic string, queueID int32, offset int64) error 
 // next offset each queue's consumer will read. It is safe for concurrent
 // use.
 type ConsumerOffsets struct {
-	t       table
-	offsets map[string]map[int32]int64 // guarded by t.mu
+	table
+	offsets map[string]map[int32]int64 // guarded by mu
 }
 
 // OpenConsumerOffsets loads the table from path (see Open for how a missing
 // or corrupt file is handled). Later Persist calls write to path.
 func OpenConsumerOffsets(fsys vfs.FS, path string) (*ConsumerOffsets, error) {
-	o := &ConsumerOffsets{t: table{fsys: fsys, path: path, version: newVersion()}, offsets: map[string]map[int32]int64{}}
+	o := &ConsumerOffsets{offsets: map[string]map[int32]int64{}}
 	var s OffsetsSnapshot
-	found, err := load(fsys, path, &s)
-	if err != nil {
+	if err := o.open(fsys, path, &s); err != nil {
 		return nil, err
 	}
-	if found {
-		if err := s.validate(); err != nil {
-			return nil, fmt.Errorf("meta: %s: %w", path, err)
-		}
-		o.t.version = s.DataVersion
-		for k, q := range s.Offsets {
-			if len(q) > 0 {
-				o.offsets[k] = q
-			}
+	for k, q := range s.Offsets {
+		if len(q) > 0 {
+			o.offsets[k] = q
 		}
 	}
 	return o, nil
 }
 
-// Version returns the table's current data version.
-func (o *ConsumerOffsets) Version() DataVersion { return o.t.currentVersion() }
-
-// Dirty reports whether the table changed since it was loaded or last
-// persisted.
-func (o *ConsumerOffsets) Dirty() bool { return o.t.dirty() }
-
 // Persist writes the table atomically if it changed since it was loaded or
 // last persisted; otherwise it does nothing. On error the table stays dirty.
 func (o *ConsumerOffsets) Persist() error {
-	return o.t.persist(func() any { return OffsetsSnapshot{DataVersion: o.t.version, Offsets: o.offsets} })
+	return o.persist(func() any { return OffsetsSnapshot{DataVersion: o.version, Offsets: o.offsets} })
 }
 
 // Commit records that group's consumer of (topic, queueID) will next read
@@ -117,25 +105,22 @@ func (o *ConsumerOffsets) Commit(group, topic string, queueID int32, offset int6
 		return fmt.Errorf("meta: commit offset: %w", err)
 	}
 	key := OffsetKey(topic, group)
-	o.t.mu.Lock()
-	defer o.t.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	queues := o.offsets[key]
 	if queues == nil {
 		queues = map[int32]int64{}
 		o.offsets[key] = queues
-	} else if old, ok := queues[queueID]; ok && old == offset {
-		return nil
 	}
-	queues[queueID] = offset
-	o.t.changedLocked()
+	setLocked(&o.table, queues, queueID, offset)
 	return nil
 }
 
 // Query returns the offset group committed for (topic, queueID); ok is false
 // if it never committed one.
 func (o *ConsumerOffsets) Query(group, topic string, queueID int32) (offset int64, ok bool) {
-	o.t.mu.RLock()
-	defer o.t.mu.RUnlock()
+	o.mu.RLock()
+	defer o.mu.RUnlock()
 	offset, ok = o.offsets[OffsetKey(topic, group)][queueID]
 	return offset, ok
 }
@@ -143,8 +128,8 @@ func (o *ConsumerOffsets) Query(group, topic string, queueID int32) (offset int6
 // QueryAll returns a copy of group's offsets for every queue of topic, or
 // nil if there are none.
 func (o *ConsumerOffsets) QueryAll(group, topic string) map[int32]int64 {
-	o.t.mu.RLock()
-	defer o.t.mu.RUnlock()
+	o.mu.RLock()
+	defer o.mu.RUnlock()
 	return maps.Clone(o.offsets[OffsetKey(topic, group)])
 }
 
@@ -164,8 +149,8 @@ func (o *ConsumerOffsets) GroupsOfTopic(topic string) []string {
 }
 
 func (o *ConsumerOffsets) collect(pick func(topic, group string) (string, bool)) []string {
-	o.t.mu.RLock()
-	defer o.t.mu.RUnlock()
+	o.mu.RLock()
+	defer o.mu.RUnlock()
 	set := map[string]struct{}{}
 	for key := range o.offsets {
 		topic, group, _ := SplitOffsetKey(key)
@@ -189,8 +174,8 @@ func (o *ConsumerOffsets) DeleteTopic(topic string) int {
 }
 
 func (o *ConsumerOffsets) deleteWhere(match func(topic, group string) bool) int {
-	o.t.mu.Lock()
-	defer o.t.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	n := 0
 	for key := range o.offsets {
 		topic, group, _ := SplitOffsetKey(key)
@@ -199,21 +184,19 @@ func (o *ConsumerOffsets) deleteWhere(match func(topic, group string) bool) int 
 			n++
 		}
 	}
-	if n > 0 {
-		o.t.changedLocked()
-	}
+	o.changedIfLocked(n > 0)
 	return n
 }
 
 // Snapshot returns a deep copy of the table and its version.
 func (o *ConsumerOffsets) Snapshot() OffsetsSnapshot {
-	o.t.mu.RLock()
-	defer o.t.mu.RUnlock()
+	o.mu.RLock()
+	defer o.mu.RUnlock()
 	out := make(map[string]map[int32]int64, len(o.offsets))
 	for k, q := range o.offsets {
 		out[k] = maps.Clone(q)
 	}
-	return OffsetsSnapshot{DataVersion: o.t.version, Offsets: out}
+	return OffsetsSnapshot{DataVersion: o.version, Offsets: out}
 }
 
 // Apply merges s into the table by maximum: for every queue in s, the
@@ -228,15 +211,12 @@ func (o *ConsumerOffsets) Snapshot() OffsetsSnapshot {
 // changed reports that. A snapshot with a malformed key, bad names or
 // negative values is rejected whole with an error wrapping ErrInvalid.
 func (o *ConsumerOffsets) Apply(s OffsetsSnapshot) (changed bool, err error) {
-	if err := s.validate(); err != nil {
-		return false, fmt.Errorf("meta: apply consumer offsets snapshot: %w", err)
-	}
-	return o.applyValid(s), nil
+	return apply("consumer offsets", s, o.applyValid)
 }
 
 func (o *ConsumerOffsets) applyValid(s OffsetsSnapshot) bool {
-	o.t.mu.Lock()
-	defer o.t.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	changed := false
 	for key, remote := range s.Offsets {
 		if len(remote) == 0 {
@@ -247,15 +227,7 @@ func (o *ConsumerOffsets) applyValid(s OffsetsSnapshot) bool {
 			local = make(map[int32]int64, len(remote))
 			o.offsets[key] = local
 		}
-		for q, off := range remote {
-			if cur, ok := local[q]; !ok || off > cur {
-				local[q] = off
-				changed = true
-			}
-		}
+		changed = mergeMax(local, remote) || changed
 	}
-	if changed {
-		o.t.changedLocked()
-	}
-	return changed
+	return o.changedIfLocked(changed)
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // table is the persistence machinery shared by the four tables: the file,
-// the version, and the dirty tracking.
+// the data version and the dirty tracking. Each table embeds it and keeps
+// its content beside it, guarded by mu.
 type table struct {
 	fsys vfs.FS
 	path string
@@ -28,11 +29,64 @@ type table struct {
 	seq, persisted uint64
 }
 
+// snapshot is what a table file holds, JSON-encoded: one of the four
+// snapshot types (TopicsSnapshot, SubscriptionGroupsSnapshot,
+// OffsetsSnapshot, DelayOffsetsSnapshot).
+type snapshot interface {
+	// dataVersion is the version of the table the snapshot copies.
+	dataVersion() DataVersion
+	// validate returns nil if the snapshot keeps its table's rules, and an
+	// error wrapping ErrInvalid otherwise.
+	validate() error
+}
+
+// open points t at path and loads the snapshot stored there into s, a
+// pointer to the table's snapshot type; t takes the snapshot's version. If
+// the file does not exist, s is left alone and t starts with a fresh
+// version. A file that cannot be read, is not JSON or breaks the table's
+// rules (s.validate) is an error naming the file (see Open).
+func (t *table) open(fsys vfs.FS, path string, s snapshot) error {
+	t.fsys, t.path, t.version = fsys, path, newVersion()
+	found, err := load(fsys, path, s)
+	if err != nil || !found {
+		return err
+	}
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("meta: %s: %w", path, err)
+	}
+	t.version = s.dataVersion()
+	return nil
+}
+
+// Version returns the table's current data version.
+func (t *table) Version() DataVersion {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.version
+}
+
+// Dirty reports whether the table changed since it was loaded or last
+// persisted.
+func (t *table) Dirty() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.seq != t.persisted
+}
+
 // changedLocked records a change of content: the version advances and the
 // table becomes dirty. mu must be held for writing.
 func (t *table) changedLocked() {
 	t.version = t.version.Next()
 	t.seq++
+}
+
+// changedIfLocked calls changedLocked if changed is true and returns
+// changed. mu must be held for writing.
+func (t *table) changedIfLocked(changed bool) bool {
+	if changed {
+		t.changedLocked()
+	}
+	return changed
 }
 
 // adoptLocked records that the content was replaced by a copy whose version
@@ -42,25 +96,10 @@ func (t *table) adoptLocked(v DataVersion) {
 	t.seq++
 }
 
-// version returns the table's current version.
-func (t *table) currentVersion() DataVersion {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.version
-}
-
-// dirty reports whether the table changed since it was last persisted (or
-// loaded).
-func (t *table) dirty() bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.seq != t.persisted
-}
-
 // persist writes encodeLocked()'s JSON atomically if the table is dirty.
 // encodeLocked runs with mu held for reading and must return a value that
 // does not alias mutable state beyond the call (it is marshalled before mu
-// is released).
+// is released). On error the table stays dirty and a later persist retries.
 func (t *table) persist(encodeLocked func() any) error {
 	t.persistMu.Lock()
 	defer t.persistMu.Unlock()
@@ -85,6 +124,16 @@ func (t *table) persist(encodeLocked func() any) error {
 	}
 	t.mu.Unlock()
 	return nil
+}
+
+// apply is the Apply of every table: it validates s and, only if it is
+// valid, hands it to applyValid. what names the table in the error, which
+// wraps ErrInvalid.
+func apply[S snapshot](what string, s S, applyValid func(S) bool) (changed bool, err error) {
+	if err := s.validate(); err != nil {
+		return false, fmt.Errorf("meta: apply %s snapshot: %w", what, err)
+	}
+	return applyValid(s), nil
 }
 
 // load reads path into v. It returns found=false (and leaves v alone) if the

@@ -3,7 +3,6 @@ package meta
 import (
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -64,6 +63,8 @@ func (c TopicConfig) Validate() error {
 	return nil
 }
 
+func (c TopicConfig) name() string { return c.TopicName }
+
 // TopicsSnapshot is a copy of the topic table, as stored in topics.json and
 // as shipped by replication.
 type TopicsSnapshot struct {
@@ -71,24 +72,16 @@ type TopicsSnapshot struct {
 	Topics      map[string]TopicConfig `json:"topicConfigTable"` // name → config
 }
 
-func (s TopicsSnapshot) validate() error {
-	for name, c := range s.Topics {
-		if name != c.TopicName {
-			return fmt.Errorf("%w: topic table key %q holds topic %q", ErrInvalid, name, c.TopicName)
-		}
-		if err := c.Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (s TopicsSnapshot) dataVersion() DataVersion { return s.DataVersion }
+
+func (s TopicsSnapshot) validate() error { return validateConfigs("topic table", "topic", s.Topics) }
 
 // Topics is the topic table. It is safe for concurrent use.
 type Topics struct {
-	t      table
-	topics map[string]TopicConfig // guarded by t.mu
+	table
+	topics map[string]TopicConfig // guarded by mu
 	// pending names the topics created or changed in memory whose
-	// change is not yet on disk (guarded by t.mu): Get does not hand them
+	// change is not yet on disk (guarded by mu): Get does not hand them
 	// out before they are.
 	pending map[string]bool
 }
@@ -96,50 +89,34 @@ type Topics struct {
 // OpenTopics loads the topic table from path (see Open for how a missing or
 // corrupt file is handled). Later Persist calls write to path.
 func OpenTopics(fsys vfs.FS, path string) (*Topics, error) {
-	tp := &Topics{t: table{fsys: fsys, path: path, version: newVersion()}, topics: map[string]TopicConfig{}, pending: map[string]bool{}}
+	tp := &Topics{pending: map[string]bool{}}
 	var s TopicsSnapshot
-	found, err := load(fsys, path, &s)
-	if err != nil {
+	if err := tp.open(fsys, path, &s); err != nil {
 		return nil, err
 	}
-	if found {
-		if err := s.validate(); err != nil {
-			return nil, fmt.Errorf("meta: %s: %w", path, err)
-		}
-		tp.t.version = s.DataVersion
-		if s.Topics != nil {
-			tp.topics = s.Topics
-		}
-	}
+	tp.topics = orEmpty(s.Topics)
 	return tp, nil
 }
-
-// Version returns the table's current data version.
-func (tp *Topics) Version() DataVersion { return tp.t.currentVersion() }
-
-// Dirty reports whether the table changed since it was loaded or last
-// persisted.
-func (tp *Topics) Dirty() bool { return tp.t.dirty() }
 
 // Persist writes the table atomically if it changed since it was loaded or
 // last persisted; otherwise it does nothing. On error the table stays dirty
 // and a later Persist retries.
 func (tp *Topics) Persist() error {
 	var durable []string
-	err := tp.t.persist(func() any {
+	err := tp.persist(func() any {
 		for n := range tp.pending {
 			durable = append(durable, n)
 		}
-		return TopicsSnapshot{DataVersion: tp.t.version, Topics: tp.topics}
+		return TopicsSnapshot{DataVersion: tp.version, Topics: tp.topics}
 	})
 	if err != nil || len(durable) == 0 {
 		return err
 	}
-	tp.t.mu.Lock()
+	tp.mu.Lock()
 	for _, n := range durable {
 		delete(tp.pending, n)
 	}
-	tp.t.mu.Unlock()
+	tp.mu.Unlock()
 	return nil
 }
 
@@ -150,10 +127,10 @@ func (tp *Topics) Persist() error {
 // that fails. So whoever acts on a topic Get returned (a SEND_OK for its
 // first message) acts on a durable one.
 func (tp *Topics) Get(name string) (TopicConfig, bool) {
-	tp.t.mu.RLock()
+	tp.mu.RLock()
 	c, ok := tp.topics[name]
 	pending := ok && tp.pending[name]
-	tp.t.mu.RUnlock()
+	tp.mu.RUnlock()
 	if pending && tp.Persist() != nil {
 		return TopicConfig{}, false
 	}
@@ -174,19 +151,15 @@ func (tp *Topics) Put(c TopicConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	tp.t.mu.Lock()
-	if old, ok := tp.topics[c.TopicName]; ok && old == c {
-		pending := tp.pending[c.TopicName]
-		tp.t.mu.Unlock()
-		if pending {
-			return tp.persistChange(c.TopicName)
-		}
+	tp.mu.Lock()
+	if setLocked(&tp.table, tp.topics, c.TopicName, c) {
+		tp.pending[c.TopicName] = true
+	}
+	pending := tp.pending[c.TopicName]
+	tp.mu.Unlock()
+	if !pending {
 		return nil
 	}
-	tp.topics[c.TopicName] = c
-	tp.pending[c.TopicName] = true
-	tp.t.changedLocked()
-	tp.t.mu.Unlock()
 	return tp.persistChange(c.TopicName)
 }
 
@@ -215,53 +188,45 @@ func (tp *Topics) GetOrCreate(name string, defaultQueues int32) (c TopicConfig, 
 	if err := c.Validate(); err != nil {
 		return TopicConfig{}, false, err
 	}
-	tp.t.mu.Lock()
-	if old, ok := tp.topics[name]; ok { // lost a race with another creator
-		pending := tp.pending[name]
-		tp.t.mu.Unlock()
-		if pending {
-			return old, false, tp.persistChange(name) // durable before it is used
-		}
-		return old, false, nil
+	tp.mu.Lock()
+	// created is false if another creator won the race; its topic too is
+	// durable before it is used.
+	if c, created = insertLocked(&tp.table, tp.topics, name, c); created {
+		tp.pending[name] = true
 	}
-	tp.topics[name] = c
-	tp.pending[name] = true
-	tp.t.changedLocked()
-	tp.t.mu.Unlock()
-	return c, true, tp.persistChange(name)
+	pending := tp.pending[name]
+	tp.mu.Unlock()
+	if !pending {
+		return c, created, nil
+	}
+	return c, created, tp.persistChange(name)
 }
 
 // Delete removes the topic called name, persists the table (see Put) and
 // reports whether it existed. A persist error leaves the deletion in memory
 // for a later Persist.
 func (tp *Topics) Delete(name string) (bool, error) {
-	tp.t.mu.Lock()
-	if _, ok := tp.topics[name]; !ok {
-		tp.t.mu.Unlock()
+	tp.mu.Lock()
+	existed := deleteLocked(&tp.table, tp.topics, name)
+	tp.mu.Unlock()
+	if !existed {
 		return false, nil
 	}
-	delete(tp.topics, name)
-	tp.t.changedLocked()
-	tp.t.mu.Unlock()
 	return true, tp.persistChange(name)
 }
 
 // List returns every topic, sorted by name.
 func (tp *Topics) List() []TopicConfig {
-	tp.t.mu.RLock()
-	defer tp.t.mu.RUnlock()
-	out := make([]TopicConfig, 0, len(tp.topics))
-	for _, name := range slices.Sorted(maps.Keys(tp.topics)) {
-		out = append(out, tp.topics[name])
-	}
-	return out
+	tp.mu.RLock()
+	defer tp.mu.RUnlock()
+	return sortedValues(tp.topics)
 }
 
 // Snapshot returns a copy of the table and its version.
 func (tp *Topics) Snapshot() TopicsSnapshot {
-	tp.t.mu.RLock()
-	defer tp.t.mu.RUnlock()
-	return TopicsSnapshot{DataVersion: tp.t.version, Topics: maps.Clone(tp.topics)}
+	tp.mu.RLock()
+	defer tp.mu.RUnlock()
+	return TopicsSnapshot{DataVersion: tp.version, Topics: maps.Clone(tp.topics)}
 }
 
 // Apply makes the table a copy of s if s.DataVersion differs from the
@@ -271,23 +236,15 @@ func (tp *Topics) Snapshot() TopicsSnapshot {
 // is a no-op. changed reports whether the table was replaced. A snapshot with
 // an invalid topic is rejected whole with an error wrapping ErrInvalid.
 func (tp *Topics) Apply(s TopicsSnapshot) (changed bool, err error) {
-	if err := s.validate(); err != nil {
-		return false, fmt.Errorf("meta: apply topics snapshot: %w", err)
-	}
-	return tp.applyValid(s), nil
+	return apply("topics", s, tp.applyValid)
 }
 
 func (tp *Topics) applyValid(s TopicsSnapshot) bool {
-	tp.t.mu.Lock()
-	defer tp.t.mu.Unlock()
-	if tp.t.version.Equal(s.DataVersion) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if !replaceLocked(&tp.table, &tp.topics, s.Topics, s.DataVersion) {
 		return false
 	}
-	tp.topics = maps.Clone(s.Topics)
-	if tp.topics == nil {
-		tp.topics = map[string]TopicConfig{}
-	}
 	clear(tp.pending) // the snapshot replaces every local change
-	tp.t.adoptLocked(s.DataVersion)
 	return true
 }
