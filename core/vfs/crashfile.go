@@ -46,6 +46,19 @@ func (f *crashFile) checkWrite(op string) error {
 	return nil
 }
 
+// checkFallocate is how Allocate and ZeroRange, both fallocate(2), begin:
+// checkWrite, then EINVAL unless off >= 0 and n > 0, then op's faults.
+// c.mu is held.
+func (f *crashFile) checkFallocate(op Op, off, n int64) error {
+	if err := f.checkWrite("fallocate"); err != nil {
+		return err
+	}
+	if off < 0 || n <= 0 {
+		return pathErr("fallocate", f.name, syscall.EINVAL)
+	}
+	return f.c.fault(op, f.path, f.name)
+}
+
 func (f *crashFile) Name() string { return f.name }
 
 // ReadAt implements io.ReaderAt over the volatile contents.
@@ -210,13 +223,7 @@ func (f *crashFile) Allocate(off, n int64) error {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := f.checkWrite("fallocate"); err != nil {
-		return err
-	}
-	if off < 0 || n <= 0 {
-		return pathErr("fallocate", f.name, syscall.EINVAL)
-	}
-	if err := c.fault(OpAllocate, f.path, f.name); err != nil {
+	if err := f.checkFallocate(OpAllocate, off, n); err != nil {
 		return err
 	}
 	if end := off + n; end > int64(len(f.n.data)) {
@@ -232,13 +239,7 @@ func (f *crashFile) ZeroRange(off, n int64) error {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := f.checkWrite("fallocate"); err != nil {
-		return err
-	}
-	if off < 0 || n <= 0 {
-		return pathErr("fallocate", f.name, syscall.EINVAL)
-	}
-	if err := c.fault(OpZeroRange, f.path, f.name); err != nil {
+	if err := f.checkFallocate(OpZeroRange, off, n); err != nil {
 		return err
 	}
 	if end := min(off+n, int64(len(f.n.data))); off < end {

@@ -58,17 +58,51 @@ func (c *CrashFS) lookupParent(p string) (*inode, string, error) {
 	return d, base, nil
 }
 
+// resolve is how every call on an existing name begins: it cleans name,
+// fires op's faults (returned as they are) and looks the path up in the
+// volatile namespace, failing with a *os.PathError for errOp. It returns
+// the inode and the canonical path. c.mu is held.
+func (c *CrashFS) resolve(op Op, name, errOp string) (*inode, string, error) {
+	p := canon(name)
+	if err := c.fault(op, p, name); err != nil {
+		return nil, p, err
+	}
+	n, err := c.lookup(p)
+	if err != nil {
+		return nil, p, pathErr(errOp, name, err)
+	}
+	return n, p, nil
+}
+
+// resolveParent is resolve for the directory that holds name (see
+// lookupParent): it returns that directory (nil for "/"), name's last
+// component and the canonical path. c.mu is held.
+func (c *CrashFS) resolveParent(op Op, name, errOp string) (d *inode, base, p string, err error) {
+	p = canon(name)
+	if err := c.fault(op, p, name); err != nil {
+		return nil, "", p, err
+	}
+	d, base, err = c.lookupParent(p)
+	if err != nil {
+		return nil, "", p, pathErr(errOp, name, err)
+	}
+	return d, base, p, nil
+}
+
+// removeEntry drops d's volatile entry base, which names n. c.mu is held.
+func (c *CrashFS) removeEntry(d *inode, base string, n *inode) {
+	delete(d.children, base)
+	d.modTime = time.Now()
+	c.unlink(n)
+}
+
 // Create implements FS.
 func (c *CrashFS) Create(name string) (File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := canon(name)
-	if err := c.fault(OpCreate, p, name); err != nil {
-		return nil, err
-	}
-	d, base, err := c.lookupParent(p)
+	d, base, p, err := c.resolveParent(OpCreate, name, "open")
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, err
 	}
 	if d == nil {
 		return nil, pathErr("open", name, syscall.EISDIR)
@@ -99,13 +133,9 @@ func (c *CrashFS) OpenReadWrite(name string) (File, error) { return c.open(name,
 func (c *CrashFS) open(name string, writable bool) (File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := canon(name)
-	if err := c.fault(OpOpen, p, name); err != nil {
-		return nil, err
-	}
-	n, err := c.lookup(p)
+	n, p, err := c.resolve(OpOpen, name, "open")
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, err
 	}
 	if n.dir && writable {
 		return nil, pathErr("open", name, syscall.EISDIR)
@@ -122,13 +152,9 @@ func (c *CrashFS) newHandle(n *inode, name, p string, writable bool) *crashFile 
 func (c *CrashFS) Remove(name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := canon(name)
-	if err := c.fault(OpRemove, p, name); err != nil {
-		return err
-	}
-	d, base, err := c.lookupParent(p)
+	d, base, _, err := c.resolveParent(OpRemove, name, "remove")
 	if err != nil {
-		return pathErr("remove", name, err)
+		return err
 	}
 	if d == nil {
 		return pathErr("remove", name, syscall.EBUSY)
@@ -140,9 +166,7 @@ func (c *CrashFS) Remove(name string) error {
 	if n.dir && len(n.children) > 0 {
 		return pathErr("remove", name, syscall.ENOTEMPTY)
 	}
-	delete(d.children, base)
-	d.modTime = time.Now()
-	c.unlink(n)
+	c.removeEntry(d, base, n)
 	return nil
 }
 
@@ -154,7 +178,7 @@ func (c *CrashFS) RemoveAll(name string) error {
 	if err := c.fault(OpRemove, p, name); err != nil {
 		return err
 	}
-	d, base, err := c.lookupParent(p)
+	d, base, err := c.lookupParent(p) // a missing parent is success here
 	if err == syscall.ENOENT {
 		return nil
 	}
@@ -168,9 +192,7 @@ func (c *CrashFS) RemoveAll(name string) error {
 	if !ok {
 		return nil
 	}
-	delete(d.children, base)
-	d.modTime = time.Now()
-	c.unlink(n)
+	c.removeEntry(d, base, n)
 	return nil
 }
 
@@ -260,13 +282,9 @@ func (c *CrashFS) MkdirAll(dir string, perm os.FileMode) error {
 func (c *CrashFS) ReadDir(dir string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := canon(dir)
-	if err := c.fault(OpReadDir, p, dir); err != nil {
-		return nil, err
-	}
-	n, err := c.lookup(p)
+	n, _, err := c.resolve(OpReadDir, dir, "open")
 	if err != nil {
-		return nil, pathErr("open", dir, err)
+		return nil, err
 	}
 	if !n.dir {
 		return nil, pathErr("readdirent", dir, syscall.ENOTDIR)
@@ -278,13 +296,9 @@ func (c *CrashFS) ReadDir(dir string) ([]string, error) {
 func (c *CrashFS) Stat(name string) (os.FileInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := canon(name)
-	if err := c.fault(OpStat, p, name); err != nil {
-		return nil, err
-	}
-	n, err := c.lookup(p)
+	n, p, err := c.resolve(OpStat, name, "stat")
 	if err != nil {
-		return nil, pathErr("stat", name, err)
+		return nil, err
 	}
 	return n.info(filepath.Base(p)), nil
 }
@@ -293,14 +307,10 @@ func (c *CrashFS) Stat(name string) (os.FileInfo, error) {
 func (c *CrashFS) SyncDir(dir string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := canon(dir)
 	c.stats.SyncDirs++
-	if err := c.fault(OpSyncDir, p, dir); err != nil {
-		return err
-	}
-	n, err := c.lookup(p)
+	n, _, err := c.resolve(OpSyncDir, dir, "sync dir")
 	if err != nil {
-		return pathErr("sync dir", dir, err)
+		return err
 	}
 	if !n.dir {
 		return pathErr("sync dir", dir, syscall.ENOTDIR)
