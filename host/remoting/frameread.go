@@ -20,7 +20,7 @@ func FrameBuffered(r *bufio.Reader) bool {
 	if err != nil {
 		return false
 	}
-	total := int64(int32(binary.BigEndian.Uint32(p)))
+	total := frameLength(p)
 	return total >= 0 && int64(n)-4 >= total
 }
 
@@ -65,45 +65,21 @@ type frameReserver interface {
 // what it announced. The caller owns what res reserved, whatever
 // readCommand returns.
 func readCommand(r *bufio.Reader, maxFrame int, res frameReserver) (*Command, error) {
-	if maxFrame <= 0 {
-		maxFrame = DefaultMaxFrame
-	}
-	var pre [8]byte
-	if _, err := io.ReadFull(r, pre[:4]); err != nil {
-		if err == io.EOF {
-			return nil, io.EOF
-		}
-		return nil, fmt.Errorf("reading frame length: %w", err)
-	}
-	total := int64(int32(binary.BigEndian.Uint32(pre[:4])))
-	if total > int64(maxFrame) {
-		return nil, fmt.Errorf("frame of %d bytes exceeds limit %d: %w", total, maxFrame, ErrFrameTooLarge)
-	}
-	if total < 4 {
-		return nil, fmt.Errorf("frame length %d shorter than header-info word: %w", total, ErrMalformed)
+	var pre [8]byte // the length word and the header-info word
+	total, err := readFrameLength(r, pre[:4], maxFrame)
+	if err != nil {
+		return nil, err
 	}
 	if res != nil {
 		if err := res.begin(total); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := io.ReadFull(r, pre[4:8]); err != nil {
-		return nil, fmt.Errorf("reading frame header info: %w", noEOF(err))
+	st, hlen, err := readHeaderInfo(r, pre[4:8], total)
+	if err != nil {
+		return nil, err
 	}
-	info := binary.BigEndian.Uint32(pre[4:8])
-	st := byte(info >> 24)
-	hlen := int64(info & 0xFFFFFF)
-	if hlen > total-4 {
-		return nil, fmt.Errorf("header length %d exceeds frame length %d: %w", hlen, total, ErrMalformed)
-	}
-	var buf []byte
-	var err error
-	if res == nil {
-		buf = make([]byte, total-4)
-		_, err = io.ReadFull(r, buf)
-	} else {
-		buf, err = readGrowing(r, int(total-4), res)
-	}
+	buf, err := readFrameBody(r, total-4, res)
 	if err != nil {
 		return nil, fmt.Errorf("reading %d-byte frame: %w", total, noEOF(err))
 	}
@@ -115,6 +91,65 @@ func readCommand(r *bufio.Reader, maxFrame int, res frameReserver) (*Command, er
 		cmd.Body = buf[hlen:]
 	}
 	return cmd, nil
+}
+
+// frameLength decodes a frame's length word (the first four bytes of p):
+// the number of bytes after it, negative when the word's top bit is set.
+func frameLength(p []byte) int64 {
+	return int64(int32(binary.BigEndian.Uint32(p)))
+}
+
+// readFrameLength reads a frame's length word into pre (four bytes) and
+// checks it against maxFrame (<= 0 means DefaultMaxFrame) and against the
+// header-info word that must follow. A clean end of stream yields io.EOF
+// unwrapped.
+func readFrameLength(r *bufio.Reader, pre []byte, maxFrame int) (int64, error) {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	if _, err := io.ReadFull(r, pre); err != nil {
+		if err == io.EOF {
+			return 0, io.EOF
+		}
+		return 0, fmt.Errorf("reading frame length: %w", err)
+	}
+	total := frameLength(pre)
+	if total > int64(maxFrame) {
+		return 0, fmt.Errorf("frame of %d bytes exceeds limit %d: %w", total, maxFrame, ErrFrameTooLarge)
+	}
+	if total < 4 {
+		return 0, fmt.Errorf("frame length %d shorter than header-info word: %w", total, ErrMalformed)
+	}
+	return total, nil
+}
+
+// readHeaderInfo reads the header-info word into pre (four bytes) and
+// splits it into the serialize type and the header length, which must fit
+// in the frame of length total.
+func readHeaderInfo(r *bufio.Reader, pre []byte, total int64) (st byte, hlen int64, err error) {
+	if _, err := io.ReadFull(r, pre); err != nil {
+		return 0, 0, fmt.Errorf("reading frame header info: %w", noEOF(err))
+	}
+	info := binary.BigEndian.Uint32(pre)
+	st = byte(info >> 24)
+	hlen = int64(info & 0xFFFFFF)
+	if hlen > total-4 {
+		return 0, 0, fmt.Errorf("header length %d exceeds frame length %d: %w", hlen, total, ErrMalformed)
+	}
+	return st, hlen, nil
+}
+
+// readFrameBody reads the n bytes of a frame after its header-info word:
+// at once without res, growing as they arrive with it (see readGrowing).
+func readFrameBody(r *bufio.Reader, n int64, res frameReserver) ([]byte, error) {
+	if res != nil {
+		return readGrowing(r, int(n), res)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // readGrowing reads need bytes from r into a buffer that grows only when

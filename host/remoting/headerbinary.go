@@ -24,6 +24,9 @@ func languageCode(s string) byte {
 	return 7 // OTHER
 }
 
+// decodeBinaryHeader decodes RocketMQ's binary header: code, language,
+// version, opaque and flag, the remark and the extension fields, each
+// length-prefixed, with nothing after them.
 func decodeBinaryHeader(h []byte) (*Command, error) {
 	d := binReader{b: h}
 	c := &Command{SerializeType: SerializeRocketMQ}
@@ -38,18 +41,11 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 		if extLen > len(d.b) {
 			return nil, fmt.Errorf("binary header: extFields length %d exceeds remaining %d: %w", extLen, len(d.b), ErrMalformed)
 		}
-		e := binReader{b: d.bytes(extLen)}
-		c.ExtFields = Fields{}
-		for len(e.b) > 0 && e.err == nil {
-			k := string(e.bytes(int(e.u16())))
-			v := string(e.bytes(int(int32(e.u32()))))
-			if e.err == nil {
-				c.ExtFields = append(c.ExtFields, Field{k, v})
-			}
+		f, err := decodeBinaryExtFields(d.bytes(extLen))
+		if err != nil {
+			return nil, err
 		}
-		if e.err != nil {
-			return nil, fmt.Errorf("binary header extFields: %w", e.err)
-		}
+		c.ExtFields = f
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("binary header: %w", d.err)
@@ -58,6 +54,25 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 		return nil, fmt.Errorf("binary header: %d trailing bytes: %w", len(d.b), ErrMalformed)
 	}
 	return c, nil
+}
+
+// decodeBinaryExtFields decodes the extension fields of a binary header,
+// each a key with a 16-bit length and a value with a 32-bit one, in
+// arrival order. b is not empty; the result is never nil.
+func decodeBinaryExtFields(b []byte) (Fields, error) {
+	e := binReader{b: b}
+	f := Fields{}
+	for len(e.b) > 0 && e.err == nil {
+		k := string(e.bytes(int(e.u16())))
+		v := string(e.bytes(int(int32(e.u32()))))
+		if e.err == nil {
+			f = append(f, Field{k, v})
+		}
+	}
+	if e.err != nil {
+		return nil, fmt.Errorf("binary header extFields: %w", e.err)
+	}
+	return f, nil
 }
 
 // binReader reads big-endian fields, remembering the first error.

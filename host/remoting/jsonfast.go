@@ -18,7 +18,8 @@ import (
 // never depends on the fast path: it either produces exactly what the
 // encoding/json path would produce, or declines.
 
-// Bits of fastParser.seen, one per known top-level field.
+// Bits of the set of known top-level fields fastDecodeJSONHeader has seen,
+// one per field.
 const (
 	seenCode = 1 << iota
 	seenLanguage
@@ -44,104 +45,70 @@ type fastParser struct {
 func fastDecodeJSONHeader(h []byte) (c *Command, ok bool) {
 	p := fastParser{b: h, s: string(h)}
 	p.ws()
-	if !p.eat('{') {
+	more, ok := p.open('{', '}')
+	if !ok {
 		return nil, false
 	}
 	c = &Command{SerializeType: SerializeJSON}
 	seen := 0
-	p.ws()
-	if p.eat('}') {
-		p.ws()
-		return c, p.i == len(p.b)
-	}
-	for {
-		p.ws()
+	for more {
 		key, ok := p.str()
-		if !ok {
+		if !ok || !p.colon() {
 			return nil, false
 		}
-		p.ws()
-		if !p.eat(':') {
+		bit, ok := p.headerField(c, key)
+		if !ok || seen&bit != 0 {
+			return nil, false // a duplicate field leaves merging rules to encoding/json
+		}
+		seen |= bit
+		if more, ok = p.next('}'); !ok {
 			return nil, false
 		}
-		p.ws()
-		var bit int
-		switch string(key) {
-		case "code":
-			bit = seenCode
-			n, ok := p.integer(-1<<15, 1<<15-1)
-			if !ok {
-				return nil, false
-			}
-			c.Code = int16(n)
-		case "language":
-			bit = seenLanguage
-			s, _, ok := p.lenient()
-			if !ok {
-				return nil, false
-			}
-			c.Language = s
-		case "version":
-			bit = seenVersion
-			if !p.int32Into(&c.Version) {
-				return nil, false
-			}
-		case "opaque":
-			bit = seenOpaque
-			if !p.int32Into(&c.Opaque) {
-				return nil, false
-			}
-		case "flag":
-			bit = seenFlag
-			if !p.int32Into(&c.Flag) {
-				return nil, false
-			}
-		case "remark":
-			bit = seenRemark
-			if p.lit("null") {
-				break
-			}
-			s, ok := p.strString()
-			if !ok {
-				return nil, false
-			}
-			c.Remark = s
-		case "extFields":
-			bit = seenExtFields
-			if p.lit("null") {
-				break
-			}
-			m, ok := p.extFields()
-			if !ok {
-				return nil, false
-			}
-			c.ExtFields = m
-		default:
-			// encoding/json matches field names case-insensitively
-			// (with Unicode folding); leave any such key to it.
-			if foldsToKnownField(key) {
-				return nil, false
-			}
-			if !p.skip(0) {
-				return nil, false
-			}
-		}
-		if bit != 0 {
-			if seen&bit != 0 {
-				return nil, false // duplicate field: leave merging rules to encoding/json
-			}
-			seen |= bit
-		}
-		p.ws()
-		if p.eat(',') {
-			continue
-		}
-		if !p.eat('}') {
-			return nil, false
-		}
-		p.ws()
-		return c, p.i == len(p.b)
 	}
+	p.ws()
+	return c, p.i == len(p.b)
+}
+
+// headerField reads the value of the top-level field key into c and
+// returns the field's seen bit, 0 for a field the header does not know
+// (whose value is skipped).
+func (p *fastParser) headerField(c *Command, key []byte) (bit int, ok bool) {
+	switch string(key) {
+	case "code":
+		n, ok := p.integer(-1<<15, 1<<15-1)
+		c.Code = int16(n)
+		return seenCode, ok
+	case "language":
+		s, _, ok := p.lenient()
+		c.Language = s
+		return seenLanguage, ok
+	case "version":
+		return seenVersion, p.int32Into(&c.Version)
+	case "opaque":
+		return seenOpaque, p.int32Into(&c.Opaque)
+	case "flag":
+		return seenFlag, p.int32Into(&c.Flag)
+	case "remark":
+		if p.lit("null") {
+			return seenRemark, true
+		}
+		s, ok := p.strString()
+		c.Remark = s
+		return seenRemark, ok
+	case "extFields":
+		if p.lit("null") {
+			return seenExtFields, true
+		}
+		m, ok := p.extFields()
+		c.ExtFields = m
+		return seenExtFields, ok
+	}
+	// encoding/json matches field names case-insensitively (with Unicode
+	// folding); leave any such key to it.
+	if foldsToKnownField(key) {
+		return 0, false
+	}
+	return 0, p.skip(0)
 }
 
 var knownFields = [...]string{"code", "language", "version", "opaque", "flag", "remark", "extFields"}
@@ -170,39 +137,26 @@ func foldsToKnownField(key []byte) bool {
 // (which removes the key in decodeJSONHeaderStd: deleting here would make
 // a header of many nulls quadratic).
 func (p *fastParser) extFields() (Fields, bool) {
-	if !p.eat('{') {
-		return nil, false
-	}
-	p.ws()
-	if p.eat('}') {
-		return nil, true
+	more, ok := p.open('{', '}')
+	if !ok || !more {
+		return nil, ok
 	}
 	f := make(Fields, 0, 16) // a send header has 13
-	for {
-		p.ws()
+	for more {
 		key, ok := p.strString()
-		if !ok {
+		if !ok || !p.colon() {
 			return nil, false
 		}
-		p.ws()
-		if !p.eat(':') {
-			return nil, false
-		}
-		p.ws()
 		v, null, ok := p.lenient()
 		if !ok || null {
 			return nil, false
 		}
 		f = append(f, Field{key, v})
-		p.ws()
-		if p.eat(',') {
-			continue
-		}
-		if !p.eat('}') {
+		if more, ok = p.next('}'); !ok {
 			return nil, false
 		}
-		return f, true
 	}
+	return f, true
 }
 
 // lenient reads any JSON value and turns it into a string as

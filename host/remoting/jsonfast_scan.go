@@ -118,6 +118,40 @@ func (p *fastParser) digits() int {
 	return n
 }
 
+// open consumes the opening byte of an object or array and the whitespace
+// after it; more reports whether a member or element follows (false when
+// the closing byte came at once and was consumed too).
+func (p *fastParser) open(opening, closing byte) (more, ok bool) {
+	if !p.eat(opening) {
+		return false, false
+	}
+	p.ws()
+	return !p.eat(closing), true
+}
+
+// colon consumes the colon between an object member's key and value, with
+// the whitespace around it.
+func (p *fastParser) colon() bool {
+	p.ws()
+	if !p.eat(':') {
+		return false
+	}
+	p.ws()
+	return true
+}
+
+// next consumes what follows a member or element of an object or array:
+// a comma and the whitespace after it (more is true), or the closing byte
+// (more is false). Anything else is a syntax error.
+func (p *fastParser) next(closing byte) (more, ok bool) {
+	p.ws()
+	if p.eat(',') {
+		p.ws()
+		return true, true
+	}
+	return false, p.eat(closing)
+}
+
 // skip skips one JSON value, validating it.
 func (p *fastParser) skip(depth int) bool {
 	if depth > maxFastDepth || p.i >= len(p.b) {
@@ -128,47 +162,23 @@ func (p *fastParser) skip(depth int) bool {
 		_, ok := p.str()
 		return ok
 	case c == '{':
-		p.i++
-		p.ws()
-		if p.eat('}') {
-			return true
+		more, ok := p.open('{', '}')
+		for ok && more {
+			if _, ok = p.str(); !ok || !p.colon() || !p.skip(depth+1) {
+				return false
+			}
+			more, ok = p.next('}')
 		}
-		for {
-			p.ws()
-			if _, ok := p.str(); !ok {
-				return false
-			}
-			p.ws()
-			if !p.eat(':') {
-				return false
-			}
-			p.ws()
-			if !p.skip(depth + 1) {
-				return false
-			}
-			p.ws()
-			if p.eat(',') {
-				continue
-			}
-			return p.eat('}')
-		}
+		return ok
 	case c == '[':
-		p.i++
-		p.ws()
-		if p.eat(']') {
-			return true
-		}
-		for {
-			p.ws()
+		more, ok := p.open('[', ']')
+		for ok && more {
 			if !p.skip(depth + 1) {
 				return false
 			}
-			p.ws()
-			if p.eat(',') {
-				continue
-			}
-			return p.eat(']')
+			more, ok = p.next(']')
 		}
+		return ok
 	case c == 't':
 		return p.lit("true")
 	case c == 'f':

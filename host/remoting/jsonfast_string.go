@@ -85,8 +85,7 @@ func (p *fastParser) strEscaped(start int) ([]byte, bool) {
 		if p.i >= len(p.b) {
 			break
 		}
-		c := p.b[p.i]
-		switch {
+		switch c := p.b[p.i]; {
 		case c == '"':
 			p.i++
 			if !utf8.Valid(out) {
@@ -95,55 +94,73 @@ func (p *fastParser) strEscaped(start int) ([]byte, bool) {
 			return out, true
 		case c < 0x20:
 			return nil, false
-		case c != '\\':
-			out = append(out, c)
-			p.i++
-			continue
-		}
-		// Backslash.
-		if p.i+1 >= len(p.b) {
-			return nil, false
-		}
-		e := p.b[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
+		case c == '\\':
+			var ok bool
+			if out, ok = p.escape(out); !ok {
 				return nil, false
 			}
-			if r >= 0xDC00 && r <= 0xDFFF {
-				return nil, false // lone low surrogate
-			}
-			if r >= 0xD800 && r <= 0xDBFF {
-				if p.i+1 >= len(p.b) || p.b[p.i] != '\\' || p.b[p.i+1] != 'u' {
-					return nil, false
-				}
-				p.i += 2
-				lo, ok := p.hex4()
-				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return nil, false
-				}
-				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-			}
-			out = utf8.AppendRune(out, r)
 		default:
-			return nil, false
+			out = append(out, c)
+			p.i++
 		}
 	}
 	return nil, false
+}
+
+// escape appends the character of the escape sequence whose backslash is
+// next to out. It declines on an unknown escape and on a \u surrogate that
+// is not a proper pair.
+func (p *fastParser) escape(out []byte) ([]byte, bool) {
+	if p.i+1 >= len(p.b) {
+		return nil, false
+	}
+	e := p.b[p.i+1]
+	p.i += 2
+	switch e {
+	case '"', '\\', '/':
+		return append(out, e), true
+	case 'b':
+		return append(out, '\b'), true
+	case 'f':
+		return append(out, '\f'), true
+	case 'n':
+		return append(out, '\n'), true
+	case 'r':
+		return append(out, '\r'), true
+	case 't':
+		return append(out, '\t'), true
+	case 'u':
+		r, ok := p.escapedRune()
+		if !ok {
+			return nil, false
+		}
+		return utf8.AppendRune(out, r), true
+	}
+	return nil, false
+}
+
+// escapedRune reads the four hex digits after \u, and the low half after
+// them when they are a high surrogate.
+func (p *fastParser) escapedRune() (rune, bool) {
+	r, ok := p.hex4()
+	if !ok {
+		return 0, false
+	}
+	if r >= 0xDC00 && r <= 0xDFFF {
+		return 0, false // lone low surrogate
+	}
+	if r < 0xD800 || r > 0xDBFF {
+		return r, true
+	}
+	if p.i+1 >= len(p.b) || p.b[p.i] != '\\' || p.b[p.i+1] != 'u' {
+		return 0, false
+	}
+	p.i += 2
+	lo, ok := p.hex4()
+	if !ok || lo < 0xDC00 || lo > 0xDFFF {
+		return 0, false
+	}
+	return 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00), true
 }
 
 func (p *fastParser) hex4() (rune, bool) {

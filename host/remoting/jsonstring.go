@@ -23,36 +23,42 @@ func appendJSONString(dst []byte, s string) []byte {
 				break
 			}
 		}
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case b == '"' || b == '\\':
-				dst = append(dst, '\\', b)
-			case b >= 0x20:
-				dst = append(dst, b)
-			case b == '\n':
-				dst = append(dst, '\\', 'n')
-			case b == '\r':
-				dst = append(dst, '\\', 'r')
-			case b == '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
+		dst, i = appendJSONChar(dst, s, i)
 	}
 	return append(dst, '"')
+}
+
+// appendJSONChar appends the character of s that starts at byte i as it
+// stands inside a JSON string literal, escaped where appendJSONString says,
+// and returns the index of the byte after it.
+func appendJSONChar(dst []byte, s string, i int) ([]byte, int) {
+	if b := s[i]; b < utf8.RuneSelf {
+		switch {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case b >= 0x20:
+			dst = append(dst, b)
+		case b == '\n':
+			dst = append(dst, '\\', 'n')
+		case b == '\r':
+			dst = append(dst, '\\', 'r')
+		case b == '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+		}
+		return dst, i + 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		dst = append(dst, `\ufffd`...)
+	case r == '\u2028' || r == '\u2029':
+		dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+	default:
+		dst = append(dst, s[i:i+size]...)
+	}
+	return dst, i + size
 }
 
 // strPlain[b] is true for the bytes a JSON string holds as themselves:
