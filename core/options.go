@@ -19,6 +19,10 @@ const (
 	DefaultCleanEvery       = 10 * time.Second
 	DefaultRecoveryTail     = 256 << 20
 	DefaultStallTimeout     = 5 * time.Second
+	// DefaultVerifyWindow is Options.VerifyWindow's default.
+	DefaultVerifyWindow = 64 << 20
+	// DefaultMaxDeletePerRun is RetentionOptions.MaxDeletePerRun's default.
+	DefaultMaxDeletePerRun = 10
 	// DefaultDeleteHour is the hour of day (RocketMQ deleteWhen "04") at
 	// which expired segments are deleted when RetentionOptions.DeleteWhen
 	// is empty.
@@ -91,7 +95,7 @@ type Options struct {
 	// re-checks records (CRC, length, position), so damage to recently
 	// flushed data is found and refused rather than served. Recovery cost
 	// is this window plus the unflushed tail, whatever the store's size.
-	// Default 64 MiB.
+	// Default 64 MiB (DefaultVerifyWindow).
 	VerifyWindow int64
 
 	// CheckpointEvery is how often consume queues are flushed and the
@@ -144,7 +148,8 @@ type RetentionOptions struct {
 	WarningRatio float64
 	// CleanEvery is how often the retention check runs. Default 10 s.
 	CleanEvery time.Duration
-	// MaxDeletePerRun bounds deletions per check. Default 10.
+	// MaxDeletePerRun bounds deletions per check. Default 10
+	// (DefaultMaxDeletePerRun).
 	MaxDeletePerRun int
 }
 
@@ -259,73 +264,91 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.Dir == "" {
 		return r, errors.New("core: Options.Dir is required")
 	}
-	if r.FS == nil {
-		r.FS = vfs.OS
+	r.defaultEnvironment()
+	r.defaultLayout()
+	r.defaultRecovery()
+	r.Retention.withDefaults()
+	if err := r.validateLayout(); err != nil {
+		return r, err
 	}
-	if r.Logger == nil {
-		r.Logger = slog.Default()
+	if err := r.Retention.validate(); err != nil {
+		return r, err
 	}
-	if r.SegmentSize == 0 {
-		r.SegmentSize = DefaultSegmentSize
+	return r, nil
+}
+
+// orDefault sets *v to def if *v is its type's zero value, the "zero means
+// default" rule of Options.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	if r.MaxMessageSize == 0 {
-		r.MaxMessageSize = DefaultMaxMessageSize
+}
+
+// defaultEnvironment fills in what the store runs on: the filesystem, the
+// logger and the clock.
+func (o *Options) defaultEnvironment() {
+	orDefault(&o.FS, vfs.OS)
+	orDefault(&o.Logger, slog.Default())
+	if o.Now == nil {
+		o.Now = func() int64 { return time.Now().UnixMilli() }
 	}
-	if r.CQEntriesPerFile == 0 {
-		r.CQEntriesPerFile = DefaultCQEntriesPerFile
+}
+
+// defaultLayout fills in the sizes fixed on disk: segments, messages and
+// consume queue files.
+func (o *Options) defaultLayout() {
+	orDefault(&o.SegmentSize, DefaultSegmentSize)
+	orDefault(&o.MaxMessageSize, DefaultMaxMessageSize)
+	orDefault(&o.CQEntriesPerFile, DefaultCQEntriesPerFile)
+}
+
+// defaultRecovery fills in what bounds crash recovery: the verify window,
+// the checkpoint interval and the recovery tail with its stall timeout.
+func (o *Options) defaultRecovery() {
+	orDefault(&o.VerifyWindow, DefaultVerifyWindow)
+	orDefault(&o.CheckpointEvery, DefaultCheckpointEvery)
+	orDefault(&o.RecoveryTail, DefaultRecoveryTail)
+	orDefault(&o.StallTimeout, DefaultStallTimeout)
+}
+
+// validateLayout checks that a maximum-size message fits a segment and,
+// with a write buffer, twice into the buffer.
+func (o *Options) validateLayout() error {
+	if o.SegmentSize < 4096 {
+		return fmt.Errorf("core: segment size %d too small (min 4096)", o.SegmentSize)
 	}
-	if r.VerifyWindow == 0 {
-		r.VerifyWindow = 64 << 20
+	if int64(o.MaxMessageSize)+4096 > o.SegmentSize {
+		return fmt.Errorf("core: max message size %d does not fit a segment of %d bytes", o.MaxMessageSize, o.SegmentSize)
 	}
-	if r.CheckpointEvery == 0 {
-		r.CheckpointEvery = DefaultCheckpointEvery
+	if o.CommitOnWait && o.WriteBuffer <= 0 {
+		return errors.New("core: CommitOnWait needs a WriteBuffer")
 	}
-	if r.RecoveryTail == 0 {
-		r.RecoveryTail = DefaultRecoveryTail
+	if o.WriteBuffer > 0 && o.WriteBuffer < 2*(o.MaxMessageSize+4096) {
+		return fmt.Errorf("core: write buffer of %d bytes is smaller than two maximum-size messages (%d)", o.WriteBuffer, 2*(o.MaxMessageSize+4096))
 	}
-	if r.StallTimeout == 0 {
-		r.StallTimeout = DefaultStallTimeout
-	}
-	if r.Now == nil {
-		r.Now = func() int64 { return time.Now().UnixMilli() }
-	}
-	ro := &r.Retention
-	if ro.FileReservedTime == 0 {
-		ro.FileReservedTime = DefaultRetention
-	}
+	return nil
+}
+
+// withDefaults fills in the retention defaults.
+func (ro *RetentionOptions) withDefaults() {
+	orDefault(&ro.FileReservedTime, DefaultRetention)
 	if len(ro.DeleteWhen) == 0 {
 		ro.DeleteWhen = []int{DefaultDeleteHour}
 	}
-	if ro.DiskMaxUsedRatio == 0 {
-		ro.DiskMaxUsedRatio = DefaultDiskMaxUsedRatio
-	}
-	if ro.CleanForciblyRatio == 0 {
-		ro.CleanForciblyRatio = DefaultCleanForciblyRatio
-	}
-	if ro.WarningRatio == 0 {
-		ro.WarningRatio = DefaultWarningRatio
-	}
-	if ro.CleanEvery == 0 {
-		ro.CleanEvery = DefaultCleanEvery
-	}
-	if ro.MaxDeletePerRun == 0 {
-		ro.MaxDeletePerRun = 10
-	}
-	if r.SegmentSize < 4096 {
-		return r, fmt.Errorf("core: segment size %d too small (min 4096)", r.SegmentSize)
-	}
-	if int64(r.MaxMessageSize)+4096 > r.SegmentSize {
-		return r, fmt.Errorf("core: max message size %d does not fit a segment of %d bytes", r.MaxMessageSize, r.SegmentSize)
-	}
-	if r.CommitOnWait && r.WriteBuffer <= 0 {
-		return r, errors.New("core: CommitOnWait needs a WriteBuffer")
-	}
-	if r.WriteBuffer > 0 && r.WriteBuffer < 2*(r.MaxMessageSize+4096) {
-		return r, fmt.Errorf("core: write buffer of %d bytes is smaller than two maximum-size messages (%d)", r.WriteBuffer, 2*(r.MaxMessageSize+4096))
-	}
+	orDefault(&ro.DiskMaxUsedRatio, DefaultDiskMaxUsedRatio)
+	orDefault(&ro.CleanForciblyRatio, DefaultCleanForciblyRatio)
+	orDefault(&ro.WarningRatio, DefaultWarningRatio)
+	orDefault(&ro.CleanEvery, DefaultCleanEvery)
+	orDefault(&ro.MaxDeletePerRun, DefaultMaxDeletePerRun)
+}
+
+// validate checks that the disk ratios are ordered.
+func (ro *RetentionOptions) validate() error {
 	if !(ro.DiskMaxUsedRatio <= ro.CleanForciblyRatio && ro.CleanForciblyRatio <= ro.WarningRatio && ro.WarningRatio <= 1) {
-		return r, fmt.Errorf("core: retention ratios must satisfy max_used (%v) <= clean_forcibly (%v) <= warning (%v) <= 1",
+		return fmt.Errorf("core: retention ratios must satisfy max_used (%v) <= clean_forcibly (%v) <= warning (%v) <= 1",
 			ro.DiskMaxUsedRatio, ro.CleanForciblyRatio, ro.WarningRatio)
 	}
-	return r, nil
+	return nil
 }
