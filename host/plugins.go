@@ -97,77 +97,15 @@ func (n *Node) plugin(kind sdk.Kind) *loadedPlugin {
 // loadPlugins instantiates and configures the profile's plugins and reads
 // their policies; the store is opened with those policies afterwards.
 func (n *Node) loadPlugins(ctx context.Context) error {
-	p := n.prof
-	type sect struct {
-		kind             sdk.Kind
-		name, path, hash string
-	}
-	sections := []sect{
-		{sdk.KindFlush, p.Flush.Plugin, p.Flush.Path, p.Flush.SHA256},
-		{sdk.KindIndex, p.Index.Plugin, p.Index.Path, p.Index.SHA256},
-		{sdk.KindReplication, p.Replication.Plugin, p.Replication.Path, p.Replication.SHA256},
-	}
-	for _, s := range sections {
+	for _, s := range n.pluginSections() {
 		if !profile.Chosen(s.name, s.path) {
 			if s.kind == sdk.KindFlush {
-				return fmt.Errorf("%s: flush.plugin: a flush strategy is required (builtins: %s)", p.File, strings.Join(n.catalog.Names(sdk.KindFlush), ", "))
+				return fmt.Errorf("%s: flush.plugin: a flush strategy is required (builtins: %s)", n.prof.File, strings.Join(n.catalog.Names(sdk.KindFlush), ", "))
 			}
 			continue
 		}
-		lp := &loadedPlugin{kind: s.kind, name: s.name, path: s.path}
-		if s.path != "" {
-			pl, err := n.loadExternal(ctx, s.kind, p.ResolvePath(s.path), s.hash)
-			if err != nil {
-				return err
-			}
-			lp.p, lp.external, lp.name = pl, true, s.path
-		} else {
-			f, ok := n.catalog.Lookup(s.kind, s.name)
-			if !ok {
-				return fmt.Errorf("%s: %s.plugin: unknown builtin %q (builtins: %s)", p.File, s.kind, s.name, strings.Join(n.catalog.Names(s.kind), ", "))
-			}
-			lp.p = f()
-		}
-		// Registered before Configure so a failure below still stops it
-		// (an external plugin's process must not outlive a failed start).
-		n.plugins = append(n.plugins, lp)
-		lp.setState("configured", "")
-		cfg, err := n.pluginConfig(s.kind)
-		if err != nil {
+		if err := n.loadPlugin(ctx, s); err != nil {
 			return err
-		}
-		lp.cfg = cfg
-		if n.checkOnly {
-			err = n.checkConfig(ctx, lp, cfg)
-		} else {
-			err = lp.p.Configure(ctx, cfg)
-		}
-		if err != nil {
-			return fmt.Errorf("configure %s plugin %s: %w", s.kind, lp.name, err)
-		}
-		switch s.kind {
-		case sdk.KindFlush:
-			fs, ok := lp.p.(sdk.FlushStrategy)
-			if !ok {
-				return fmt.Errorf("%s plugin %s is not a flush strategy", s.kind, lp.name)
-			}
-			n.flusher, n.flushPolicy = fs, fs.AckPolicy()
-		case sdk.KindIndex:
-			ix, ok := lp.p.(sdk.Indexer)
-			if !ok {
-				return fmt.Errorf("%s plugin %s is not an indexer", s.kind, lp.name)
-			}
-			n.indexer = ix
-		case sdk.KindReplication:
-			r, ok := lp.p.(sdk.Replicator)
-			if !ok {
-				return fmt.Errorf("%s plugin %s is not a replicator", s.kind, lp.name)
-			}
-			n.repl, n.replPolicy = r, r.AckPolicy()
-			if n.role == roleSlave {
-				// A slave acks nothing itself.
-				n.replPolicy = sdk.ReplicationPolicy{}
-			}
 		}
 	}
 	// One acknowledgement rule from the two policies, defaults filled
@@ -175,6 +113,102 @@ func (n *Node) loadPlugins(ctx context.Context) error {
 	ack := storehost.NewAckPolicy(n.flushPolicy, n.replPolicy)
 	n.flushPolicy, n.replPolicy = ack.Flush, ack.Replication
 	n.ack.Store(&ack)
+	return nil
+}
+
+// pluginSection is what a profile says of one plugin kind: a builtin's
+// name, or an external plugin's path and expected SHA-256.
+type pluginSection struct {
+	kind             sdk.Kind
+	name, path, hash string
+}
+
+// pluginSections lists the profile's plugin sections in load order.
+func (n *Node) pluginSections() []pluginSection {
+	p := n.prof
+	return []pluginSection{
+		{sdk.KindFlush, p.Flush.Plugin, p.Flush.Path, p.Flush.SHA256},
+		{sdk.KindIndex, p.Index.Plugin, p.Index.Path, p.Index.SHA256},
+		{sdk.KindReplication, p.Replication.Plugin, p.Replication.Path, p.Replication.SHA256},
+	}
+}
+
+// loadPlugin instantiates the plugin section s chooses, registers it with
+// the node, configures it (or checks its configuration, for Check) and
+// adopts it as the node's plugin of its kind.
+func (n *Node) loadPlugin(ctx context.Context, s pluginSection) error {
+	lp, err := n.instantiate(ctx, s)
+	if err != nil {
+		return err
+	}
+	// Registered before Configure so a failure below still stops it
+	// (an external plugin's process must not outlive a failed start).
+	n.plugins = append(n.plugins, lp)
+	lp.setState("configured", "")
+	cfg, err := n.pluginConfig(s.kind)
+	if err != nil {
+		return err
+	}
+	lp.cfg = cfg
+	if n.checkOnly {
+		err = n.checkConfig(ctx, lp, cfg)
+	} else {
+		err = lp.p.Configure(ctx, cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("configure %s plugin %s: %w", s.kind, lp.name, err)
+	}
+	return n.adopt(lp)
+}
+
+// instantiate makes the plugin s names: an external plugin's process
+// (named by its path) or a fresh instance of a builtin from the catalog.
+func (n *Node) instantiate(ctx context.Context, s pluginSection) (*loadedPlugin, error) {
+	lp := &loadedPlugin{kind: s.kind, name: s.name, path: s.path}
+	if s.path != "" {
+		pl, err := n.loadExternal(ctx, s.kind, n.prof.ResolvePath(s.path), s.hash)
+		if err != nil {
+			return nil, err
+		}
+		lp.p, lp.external, lp.name = pl, true, s.path
+		return lp, nil
+	}
+	f, ok := n.catalog.Lookup(s.kind, s.name)
+	if !ok {
+		return nil, fmt.Errorf("%s: %s.plugin: unknown builtin %q (builtins: %s)", n.prof.File, s.kind, s.name, strings.Join(n.catalog.Names(s.kind), ", "))
+	}
+	lp.p = f()
+	return lp, nil
+}
+
+// adopt makes the configured plugin lp the node's plugin of its kind and
+// reads its policy; it fails when lp does not implement its kind's
+// interface.
+func (n *Node) adopt(lp *loadedPlugin) error {
+	switch lp.kind {
+	case sdk.KindFlush:
+		fs, ok := lp.p.(sdk.FlushStrategy)
+		if !ok {
+			return fmt.Errorf("%s plugin %s is not a flush strategy", lp.kind, lp.name)
+		}
+		n.flusher, n.flushPolicy = fs, fs.AckPolicy()
+	case sdk.KindIndex:
+		ix, ok := lp.p.(sdk.Indexer)
+		if !ok {
+			return fmt.Errorf("%s plugin %s is not an indexer", lp.kind, lp.name)
+		}
+		n.indexer = ix
+	case sdk.KindReplication:
+		r, ok := lp.p.(sdk.Replicator)
+		if !ok {
+			return fmt.Errorf("%s plugin %s is not a replicator", lp.kind, lp.name)
+		}
+		n.repl, n.replPolicy = r, r.AckPolicy()
+		if n.role == roleSlave {
+			// A slave acks nothing itself.
+			n.replPolicy = sdk.ReplicationPolicy{}
+		}
+	}
 	return nil
 }
 
