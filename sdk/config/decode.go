@@ -52,19 +52,26 @@ func (s *Source) decode(target any, fresh func() any, scope []string) ErrorList 
 		seen := map[string]bool{}
 		for i := range sm.Errors {
 			e := &sm.Errors[i]
-			if scope != nil && !hasPrefix(e.Key(), scope) {
+			key := e.Key()
+			line, col := e.Position()
+			if _, ok := s.idx.exact(key); !ok {
+				// go-toml names a key inside an inline table without the
+				// table's own path (store = { nope = 1 } gives "nope"):
+				// take the full path of what stands at that position.
+				key = s.pathAt(position{line, col}, key)
+			}
+			if scope != nil && !hasPrefix(key, scope) {
 				continue
 			}
 			// go-toml names a whole header ([a.b] when a is unknown); the
 			// problem is the first part that names nothing.
-			path := e.Key()[:firstUnknown(root, e.Key())+1]
+			path := key[:firstUnknown(root, key)+1]
 			if key := FormatKey(path); seen[key] {
 				continue
 			}
 			seen[FormatKey(path)] = true
-			line, col := e.Position()
 			pos := position{line, col}
-			if ent, ok := s.idx.exact(e.Key()); ok {
+			if ent, ok := s.idx.exact(key); ok {
 				pos = ent.partPos[len(path)-1] // the unknown part of a dotted key
 			}
 			out = append(out, s.errAt(pos, path, unknownKeyMsg(root, path)))
@@ -108,8 +115,10 @@ func (s *Source) pathAt(pos position, fallback []string) []string {
 }
 
 // checkPaths finds keys go-toml accepts but a strict reading does not: a
-// key that matches a field only case-insensitively (TOML keys are
-// case-sensitive), and a key below a Duration, Size or Ratio (go-toml hands
+// key that names no field inside an inline table (go-toml's strict mode
+// does not look inside them), a key that matches a field only
+// case-insensitively (TOML keys are case-sensitive), and a key below a
+// Duration, Size or Ratio (go-toml hands
 // the value of "a.b = 1" to a's UnmarshalTOML whatever b is). With a
 // non-nil scope, only keys below scope are checked.
 func (s *Source) checkPaths(root reflect.Type, scope []string) ErrorList {
@@ -129,6 +138,14 @@ func (s *Source) checkPaths(root reflect.Type, scope []string) ErrorList {
 			case reflect.Struct:
 				ft, exact, ok := fieldLookup(t, name)
 				if !ok {
+					// go-toml's strict mode misses unknown keys inside an
+					// inline table (config = { nope = 1 }): it reported none
+					// here, so this one is ours to report.
+					key := FormatKey(e.path[:k+1])
+					if !seen[key] {
+						seen[key] = true
+						out = append(out, s.errAt(e.partPos[k], e.path[:k+1], unknownKeyMsg(root, e.path[:k+1])))
+					}
 					break walk
 				}
 				if !exact {

@@ -511,3 +511,46 @@ func TestUnknownHeader(t *testing.T) {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
+
+// TestDecodeSectionInlineUnknownKey: an unknown key inside an inline table
+// is refused with its position, as in a [section.config] table (go-toml's
+// strict mode alone does not look inside inline tables).
+func TestDecodeSectionInlineUnknownKey(t *testing.T) {
+	type C struct {
+		Interval string `toml:"interval"`
+	}
+	for doc, want := range map[string]string{
+		"[flush]\nconfig = { nope = 1 }\n":                 "x.toml:2:12: flush.config.nope: unknown key; allowed in [flush.config]: interval",
+		"flush = { config = { nope = 1 } }\n":              "x.toml:1:22: flush.config.nope: unknown key; allowed in [flush.config]: interval",
+		"[flush]\nconfig = { interval = \"1s\", x = 2 }\n": "x.toml:2:29: flush.config.x: unknown key; allowed in [flush.config]: interval",
+	} {
+		var c C
+		err := DecodeSection("x.toml", []byte(doc), "flush", &c)
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: got %v, want %s", doc, err, want)
+		}
+	}
+	var c C
+	if err := DecodeSection("x.toml", []byte("[flush]\nconfig = { interval = \"1s\" }\n"), "flush", &c); err != nil || c.Interval != "1s" {
+		t.Errorf("a known key in an inline table: %v, %+v", err, c)
+	}
+}
+
+// TestDecodeInlineTablePath: an unknown key inside a top-level inline
+// table is named by its full path (go-toml names it without the table).
+func TestDecodeInlineTablePath(t *testing.T) {
+	type Doc struct {
+		Store struct {
+			Dir string `toml:"dir"`
+		} `toml:"store"`
+	}
+	src, err := NewSource("x.toml", []byte("store = { dir = \"d\", nope = 1 }\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Doc
+	errs := src.Decode(&d, func() any { return new(Doc) })
+	if want := "x.toml:1:22: store.nope: unknown key; allowed in [store]: dir"; errs.Err() == nil || errs.Err().Error() != want {
+		t.Fatalf("got %v, want %s", errs.Err(), want)
+	}
+}
