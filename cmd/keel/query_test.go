@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,9 +9,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelmq/keel/cli"
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
 )
+
+// runOut runs the keel command line with args and returns what it printed.
+func runOut(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	err := cli.Run(args, cli.WithOutput(&buf))
+	return buf.String(), err
+}
 
 // TestQueryDamagedRecord: `keel query --id` prints an intact message and
 // exits 0; for a record damaged on disk it exits non-zero with the admin

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -67,10 +67,7 @@ func damagedStore(t *testing.T, n, bad int) (string, []core.AppendResult, int64)
 func runOut(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var buf bytes.Buffer
-	old := cliOut
-	cliOut = &buf
-	defer func() { cliOut = old }()
-	err := run(args)
+	err := Run(args, WithOutput(&buf))
 	return buf.String(), err
 }
 

@@ -1,39 +1,29 @@
-package main
+package cli
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/keelmq/keel/internal/builtins"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/keelmq/keel/host"
 	"github.com/keelmq/keel/host/profile"
 )
 
-// setFlags collects repeated --set key=value flags.
-type setFlags []string
-
-func (s *setFlags) String() string     { return fmt.Sprint(*s) }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
-
-// startError is a failure of `keel serve` before it served. main prints
+// startError is a failure of `keel serve` before it served. Main prints
 // it as the last line on stderr, one line naming the cause, and exits 1.
 type startError struct{ err error }
 
 func (e startError) Error() string { return "cannot start: " + oneLine(e.err.Error()) }
 func (e startError) Unwrap() error { return e.err }
 
-// oneLine joins the lines of a multi-line error message (errors.Join).
-func oneLine(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
-}
-
-func cmdServe(args []string) error {
+// serve is `keel serve`: it starts a node on the profile with the app's
+// catalog and stops it at the first SIGTERM or SIGINT; a second one exits
+// at once with status 2.
+func (a *app) serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	prof := fs.String("profile", "configs/profiles/default.toml", "profile `file`")
 	data := fs.String("data", "", "data `dir` (overrides store.dir)")
@@ -60,13 +50,14 @@ func cmdServe(args []string) error {
 		log.Warn("profile", "warning", w)
 	}
 	ctx := context.Background()
-	log.Info("starting keel", "version", version, "profile", *prof, "data", p.Store.Dir, "pid", os.Getpid())
-	n, err := host.Start(ctx, p, host.Options{Logger: log, Catalog: builtins.Catalog()})
+	log.Info("starting keel", "version", a.version, "profile", *prof, "data", p.Store.Dir, "pid", os.Getpid())
+	n, err := host.Start(ctx, p, host.Options{Logger: log, Catalog: a.catalog})
 	if err != nil {
 		return startError{err}
 	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
 	s := <-sig
 	log.Info("shutting down (a second signal forces exit)", "signal", s.String())
 	done := make(chan error, 1)

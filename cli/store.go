@@ -1,19 +1,13 @@
-package main
+package cli
 
 import (
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
 )
-
-// cliOut is where the store and query commands print their reports
-// (tests replace it).
-var cliOut io.Writer = os.Stdout
 
 // errDamaged is returned by `keel store inspect` when it found a damaged
 // record, so that the command exits non-zero.
@@ -38,7 +32,7 @@ Exit status:
      and what a repair would cut), or the store could not be read
 `
 
-func cmdStoreInspect(args []string) error {
+func (a *app) storeInspect(args []string) error {
 	fs := flag.NewFlagSet("store inspect", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), storeInspectHelp)
@@ -58,7 +52,7 @@ func cmdStoreInspect(args []string) error {
 	if err != nil {
 		return err
 	}
-	w := tabwriter.NewWriter(cliOut, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	defer w.Flush()
 	fmt.Fprintf(w, "store\t%s\n", rep.Dir)
 	fmt.Fprintf(w, "segment size\t%d\n", rep.SegmentSize)
@@ -118,7 +112,7 @@ Exit status:
   1  the store could not be read or repaired
 `
 
-func cmdStoreRepair(args []string) error {
+func (a *app) storeRepair(args []string) error {
 	fs := flag.NewFlagSet("store repair", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), storeRepairHelp)
@@ -141,21 +135,21 @@ func cmdStoreRepair(args []string) error {
 		if *dry {
 			verb = "would rebuild"
 		}
-		fmt.Fprintf(cliOut, "the checkpoint was unreadable: %s it from a full CRC scan (flushed at the repaired end; the next start re-dispatches the whole log)\n", verb)
+		fmt.Fprintf(a.stdout, "the checkpoint was unreadable: %s it from a full CRC scan (flushed at the repaired end; the next start re-dispatches the whole log)\n", verb)
 	}
 	if plan.CutAt < 0 {
-		fmt.Fprintln(cliOut, "no damaged record found: no log bytes to cut")
+		fmt.Fprintln(a.stdout, "no damaged record found: no log bytes to cut")
 		return nil
 	}
 	cut, remove, lose := "cut", "removed", "are lost"
 	if *dry {
 		cut, remove, lose = "would cut", "would remove", "would be lost"
 	}
-	fmt.Fprintf(cliOut, "%s the log at offset %d in %s\n  reason: %s\n", cut, plan.CutAt, plan.File, plan.Reason)
+	fmt.Fprintf(a.stdout, "%s the log at offset %d in %s\n  reason: %s\n", cut, plan.CutAt, plan.File, plan.Reason)
 	for _, f := range plan.SegmentsRemoved {
-		fmt.Fprintf(cliOut, "  %s %s\n", remove, f)
+		fmt.Fprintf(a.stdout, "  %s %s\n", remove, f)
 	}
-	fmt.Fprintf(cliOut, "  %d bytes (%d records) %s: offsets %d to %d, the damaged record and everything after it\n",
+	fmt.Fprintf(a.stdout, "  %d bytes (%d records) %s: offsets %d to %d, the damaged record and everything after it\n",
 		plan.BytesCut, plan.RecordsCut, lose, plan.CutAt, plan.LogEnd)
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -13,13 +13,19 @@ import (
 // link the suite (nats-server, the Redis peer).
 const keelbenchName = "keelbench"
 
-// cmdBench runs the benchmark suite: keel bench --config FILE --out DIR
-// [--quick] ... replaces this process with keelbench, found next to the
-// running keel executable and then on PATH, with the same arguments,
+// runBench is `keel bench --config FILE --out DIR [--quick] ...`. With
+// WithBench it runs the suite in this process with the app's catalog.
+// Otherwise it replaces this process with keelbench, found next to the
+// running executable and then on PATH, with the same arguments,
 // environment and standard streams, so its output, exit status and
 // signals are keelbench's own, and the recovery workload's kill9 child
-// (which re-executes os.Executable) is keelbench too.
-func cmdBench(args []string) error {
+// (which re-executes os.Executable) is keelbench too. (In process, that
+// child is this executable run with the same arguments, which reaches
+// the suite again.)
+func (a *app) runBench(args []string) error {
+	if a.bench != nil {
+		return a.bench(args, a.catalog)
+	}
 	path, err := findKeelbench()
 	if err != nil {
 		return err

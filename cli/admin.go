@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/keelmq/keel/host/profile"
+)
+
+// admin is `keel admin (status|promote|force-writes)`: one call to a
+// running node's admin API, whose answer it prints.
+func (a *app) admin(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]")
+	}
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	addr := fs.String("admin", profile.DefaultAdminAddr, "admin API `address`")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "status":
+		return a.adminCall("GET", *addr, "/status", nil)
+	case "promote":
+		return a.adminCall("POST", *addr, "/admin/promote", nil)
+	case "force-writes":
+		return a.adminCall("POST", *addr, "/admin/force-writes", nil)
+	}
+	return fmt.Errorf("unknown admin command %q (status, promote, force-writes)", args[0])
+}
