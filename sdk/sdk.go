@@ -39,6 +39,14 @@ import (
 // against another major version at handshake.
 const Version = pluginwire.ProtocolVersion
 
+// The roles a node has, as Config.Role gives them (the profile's
+// replication.role): the one spelling the host, the profile and the
+// replication building blocks share.
+const (
+	RoleMaster = "master"
+	RoleSlave  = "slave"
+)
+
 // Kind names a plugin kind.
 type Kind string
 
@@ -104,7 +112,7 @@ type Config struct {
 	// Section is the profile section ("flush", "replication", "index");
 	// the plugin's own keys are in Section+".config".
 	Section string
-	// Role is "master" or "slave" (replication plugins care).
+	// Role is RoleMaster or RoleSlave (replication plugins care).
 	Role string
 	// DataDir is a directory the plugin may keep files in (an indexer's
 	// index files); it exists.
@@ -299,19 +307,27 @@ type Indexer interface {
 	Query(ctx context.Context, q Query) ([]int64, error)
 }
 
-// Record is what an indexer receives per dispatched record.
-type Record struct {
-	Topic          string
-	QueueID        int32
-	QueueOffset    int64
-	PhysOffset     int64
-	Size           int32
-	TagsCode       int64
-	StoreTimestamp int64 // Unix ms
-	SysFlag        int32
-	Keys           string // raw KEYS property: keys separated by spaces
-	UniqKey        string // UNIQ_KEY property
-}
+// Record is what an indexer receives per dispatched record: core's own
+// dispatch record (core.DispatchRecord), so the store's batch reaches a
+// builtin indexer without a copy. A plugin may rely on these fields and
+// no others:
+//
+//   - Topic, QueueID and QueueOffset: the record's queue and its position
+//     in it.
+//   - PhysOffset and Size: where the whole record lies in the log
+//     (Host.ReadRecord reads it back).
+//   - TagsCode: the hash of its TAGS property, as the consume queue keeps.
+//   - StoreTimestamp: when the store wrote it, Unix milliseconds.
+//   - SysFlag: its record.SysFlag bits (compression, transaction type).
+//   - Keys: the raw KEYS property, keys separated by spaces; UniqKey: the
+//     UNIQ_KEY property. Either may be empty.
+//
+// Index's batch is the store's: it is valid only during the call, and the
+// same slice goes to every listener in turn, so an indexer must neither
+// modify it nor keep it (it may keep the Record values it copies out: their
+// strings are never reused). An external plugin receives the same fields
+// over the process boundary.
+type Record = core.DispatchRecord
 
 // Query asks an indexer for records by key.
 type Query struct {

@@ -42,6 +42,7 @@
 package profile
 
 import (
+	"github.com/keelmq/keel/sdk"
 	"path/filepath"
 	"sync"
 
@@ -61,11 +62,11 @@ const (
 )
 
 // Replication roles: the values of replication.role, which the host hands
-// every plugin as sdk.Config.Role. These constants are the host's one
-// spelling of them; the host's node compares its role against them.
+// every plugin as sdk.Config.Role; the sdk's constants, named here for the
+// profile.
 const (
-	RoleMaster = "master"
-	RoleSlave  = "slave"
+	RoleMaster = sdk.RoleMaster
+	RoleSlave  = sdk.RoleSlave
 )
 
 // Profile is a loaded, validated profile with every default filled in.

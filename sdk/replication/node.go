@@ -13,10 +13,10 @@ import (
 	"github.com/keelmq/keel/sdk/metricset"
 )
 
-// Roles.
+// Roles, the sdk's (Config.Role).
 const (
-	RoleMaster = "master"
-	RoleSlave  = "slave"
+	RoleMaster = sdk.RoleMaster
+	RoleSlave  = sdk.RoleSlave
 )
 
 // FullConfig is the [<section>.config] table Node.Configure decodes: every
