@@ -1,0 +1,105 @@
+package schedule
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/keelmq/keel/core/record"
+)
+
+// Topic is RocketMQ's schedule topic: a delayed message is stored there,
+// in queue level-1, until it is due. Clients may not send to it.
+const Topic = "SCHEDULE_TOPIC_XXXX"
+
+// QueueID is the schedule topic's queue of level.
+func QueueID(level int32) int32 { return level - 1 }
+
+// levelOf is the level of schedule queue id q.
+func levelOf(q int32) int32 { return q + 1 }
+
+// Rewrite turns m into its schedule record when it carries a DELAY
+// property above 0, as RocketMQ's broker does on every write path (send,
+// batch, send-back), and returns the level it is stored under; it returns
+// 0 and leaves m alone otherwise.
+//
+// The rewrite:
+//   - clamps a level above l.Max() to l.Max() (and DELAY with it);
+//   - sets REAL_TOPIC and REAL_QID to m's topic and queue;
+//   - moves m to Topic, queue QueueID(level);
+//   - removes TIMER_DELIVER_MS and TIMER_DELAY_SEC: a level wins over a
+//     timer (RocketMQ's HookUtils.checkIfTimerMessage).
+//
+// DELAY itself stays on the schedule record; Deliver removes it. A
+// transaction half message (prepared) or rollback is left alone, as in
+// RocketMQ, where only plain and committed messages are delayed.
+//
+// A DELAY that is not an integer is an error wrapping record.ErrInvalid
+// (the broker answers MESSAGE_ILLEGAL); a DELAY of 0 or below means no
+// delay, as in RocketMQ. m.Properties is replaced, never modified in
+// place.
+func (l Levels) Rewrite(m *record.Message) (level int32, err error) {
+	v, ok := record.GetProperty(m.Properties, record.PropertyDelayLevel)
+	if !ok {
+		return 0, nil
+	}
+	switch record.TransactionType(m.SysFlag) {
+	case record.SysFlagTransactionPrepared, record.SysFlagTransactionRollback:
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("property %s is %q, not a delay level (an integer): %w", record.PropertyDelayLevel, v, record.ErrInvalid)
+	}
+	if n <= 0 {
+		return 0, nil
+	}
+	level = l.Clamp(int32(n))
+	p := m.Properties
+	if int64(level) != n {
+		p = record.SetProperty(p, record.PropertyDelayLevel, strconv.Itoa(int(level)))
+	}
+	p = record.RemoveProperty(p, record.PropertyTimerDeliverMS)
+	p = record.RemoveProperty(p, record.PropertyTimerDelaySec)
+	p = record.SetProperty(p, record.PropertyRealTopic, m.Topic)
+	p = record.SetProperty(p, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.Properties = p
+	m.Topic = Topic
+	m.QueueID = QueueID(level)
+	return level, nil
+}
+
+// Deliver returns the message that delivers rec, a record of the schedule
+// topic, to its real topic and queue: body, flag, sysFlag, born time and
+// host, store host, reconsume times and every property copied (UNIQ_KEY
+// among them, so clients see the same message id), except DELAY,
+// TIMER_DELIVER_MS and TIMER_DELAY_SEC, which are removed. REAL_TOPIC and
+// REAL_QID stay, as in RocketMQ. The result aliases rec's body.
+//
+// A record whose REAL_TOPIC or REAL_QID is missing or malformed cannot be
+// delivered: the error says which.
+func Deliver(rec *record.Record) (*record.Message, error) {
+	topic, ok := record.GetProperty(rec.Properties, record.PropertyRealTopic)
+	if !ok || topic == "" {
+		return nil, fmt.Errorf("schedule record at %d has no %s", rec.PhysOffset, record.PropertyRealTopic)
+	}
+	qs, _ := record.GetProperty(rec.Properties, record.PropertyRealQueueID)
+	q, err := strconv.ParseInt(qs, 10, 32)
+	if err != nil || q < 0 {
+		return nil, fmt.Errorf("schedule record at %d has %s %q, not a queue id", rec.PhysOffset, record.PropertyRealQueueID, qs)
+	}
+	p := record.RemoveProperty(rec.Properties, record.PropertyDelayLevel)
+	p = record.RemoveProperty(p, record.PropertyTimerDeliverMS)
+	p = record.RemoveProperty(p, record.PropertyTimerDelaySec)
+	return &record.Message{
+		Topic:          topic,
+		QueueID:        int32(q),
+		Flag:           rec.Flag,
+		Body:           rec.Body,
+		Properties:     p,
+		SysFlag:        rec.SysFlag,
+		BornTimestamp:  rec.BornTimestamp,
+		BornHost:       rec.BornHost,
+		StoreHost:      rec.StoreHost,
+		ReconsumeTimes: rec.ReconsumeTimes,
+	}, nil
+}
