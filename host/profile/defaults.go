@@ -6,6 +6,7 @@ import (
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/host/remoting"
+	"github.com/keelmq/keel/host/schedule"
 )
 
 // PluginNone is the builtin plugin name that selects no plugin; see Chosen.
@@ -40,6 +41,7 @@ func defaults(name string) document {
 			StallTimeout:           Duration(core.DefaultStallTimeout),
 			AutoCreateTopics:       true,
 			DefaultQueues:          remoting.DefaultQueueNums,
+			MessageDelayLevel:      schedule.DefaultLevels,
 		},
 		Flush:       PluginSection{Plugin: "async"},
 		Replication: ReplicationSection{Plugin: PluginNone, Role: RoleMaster},

@@ -39,6 +39,7 @@ func TestDefaults(t *testing.T) {
 			StallTimeout:           Duration(5 * time.Second),
 			AutoCreateTopics:       true,
 			DefaultQueues:          4,
+			MessageDelayLevel:      "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
 		},
 		Flush:       PluginSection{Plugin: "async"},
 		Replication: ReplicationSection{Plugin: "none", Role: "master"},
@@ -161,7 +162,7 @@ slave_broker_addr = "127.0.0.1:20911"
 // TestErrors checks every kind of error with its exact text: position, key
 // and what is allowed.
 func TestErrors(t *testing.T) {
-	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, default_queues"
+	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, default_queues, message_delay_level"
 	tests := []struct {
 		name      string
 		doc       string
@@ -284,6 +285,12 @@ func TestErrors(t *testing.T) {
 			`profiles/x.toml:3:15: store.delete_when: invalid hour "25" in "04;25" (want hours 00-23 separated by ';', e.g. "04;16")`},
 		{"default_queues", "schema = 1\n[store]\ndefault_queues = 0\n", nil,
 			`profiles/x.toml:3:18: store.default_queues: 0 is out of range (want 1 to 1024)`},
+		{"message_delay_level unit", "schema = 1\n[store]\nmessage_delay_level = \"1s 5s 10x\"\n", nil,
+			`profiles/x.toml:3:23: store.message_delay_level: delay level 3 "10x": the unit must be s, m, h or d (as in "10s")`},
+		{"message_delay_level number", "schema = 1\n[store]\nmessage_delay_level = \"1s 0m\"\n", nil,
+			`profiles/x.toml:3:23: store.message_delay_level: delay level 2 "0m": want a positive whole number before the unit (as in "10s")`},
+		{"message_delay_level empty", "schema = 1\n[store]\nmessage_delay_level = \" \"\n", nil,
+			`profiles/x.toml:3:23: store.message_delay_level: no delay levels (want entries such as "1s 5s 10s")`},
 		{"several validation errors", "schema = 1\n[server]\nmax_connections = 0\ncluster = \"\"\n", nil,
 			"profiles/x.toml:3:19: server.max_connections: 0 is out of range (want at least 1)\nprofiles/x.toml:4:11: server.cluster: \"\" must be non-empty, without spaces"},
 

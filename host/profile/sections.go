@@ -3,6 +3,8 @@ package profile
 import (
 	"strconv"
 	"strings"
+
+	"github.com/keelmq/keel/host/schedule"
 )
 
 // StoreConfig is the [store] section: the commitlog core's settings. Defaults
@@ -58,6 +60,12 @@ type StoreConfig struct {
 	// DefaultQueues is the queue count of an auto-created topic. Default 4
 	// (RocketMQ defaultTopicQueueNums); 1 to 1024.
 	DefaultQueues int `toml:"default_queues" comment:"queues of an auto-created topic"`
+	// MessageDelayLevel is the delay level table: space-separated delays,
+	// each a positive whole number and a unit s, m, h or d; level n is the
+	// n-th (schedule.ParseLevels). Default schedule.DefaultLevels, RocketMQ's
+	// messageDelayLevel "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m
+	// 30m 1h 2h"; 1 to schedule.MaxLevels entries.
+	MessageDelayLevel string `toml:"message_delay_level" comment:"delay level table, level n = the n-th delay (RocketMQ messageDelayLevel)"`
 }
 
 // DeleteHours returns the hours of day listed in DeleteWhen. It is valid only
@@ -70,6 +78,13 @@ func (s StoreConfig) DeleteHours() []int {
 		}
 	}
 	return out
+}
+
+// DelayLevels returns the level table MessageDelayLevel names. It is valid
+// only on a profile that Load accepted.
+func (s StoreConfig) DelayLevels() schedule.Levels {
+	l, _ := schedule.ParseLevels(s.MessageDelayLevel)
+	return l
 }
 
 // PluginSection is a [flush] or [index] section: which plugin, and its

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keelmq/keel/host/schedule"
 	"github.com/keelmq/keel/sdk/config"
 )
 
@@ -71,6 +72,9 @@ func (p *Profile) validateStore(fail failFunc) {
 	p.validateDiskRatios(fail)
 	if st.DefaultQueues < 1 || st.DefaultQueues > 1024 {
 		fail("store.default_queues", "%d is out of range (want 1 to 1024)", st.DefaultQueues)
+	}
+	if _, err := schedule.ParseLevels(st.MessageDelayLevel); err != nil {
+		fail("store.message_delay_level", "%v", err)
 	}
 }
 
