@@ -61,6 +61,9 @@ type options struct {
 	producers   int
 	perProducer int
 	logLevel    slog.Level
+	// replicaFlush: the replication policy's replicas acknowledge only
+	// what they flushed (WithReplicaAckOnFlush).
+	replicaFlush bool
 }
 
 func buildOptions(opts []Option) options {
@@ -86,6 +89,13 @@ func WithLoad(producers, perProducer int) Option {
 	return func(o *options) { o.producers, o.perProducer = producers, perProducer }
 }
 
+// WithReplicaAckOnFlush tells RunReplication that the configuration
+// given with WithConfig makes replicas acknowledge only bytes they
+// flushed (ack-on-flush, such as the builtins' ack_on = "flushed"): the
+// suite then requires every acknowledged byte to be flushed on the
+// replicas counted, and a replica's power cut to lose none of them.
+func WithReplicaAckOnFlush() Option { return func(o *options) { o.replicaFlush = true } }
+
 // WithLogLevel sets the level at which the stores' and the plugin's logs
 // reach t.Log (default warn).
 func WithLogLevel(l slog.Level) Option { return func(o *options) { o.logLevel = l } }
@@ -94,7 +104,7 @@ func WithLogLevel(l slog.Level) Option { return func(o *options) { o.logLevel = 
 
 // env is one store with its Host.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	opts   core.Options
 	crash  *vfs.CrashFS // nil on the OS filesystem
 	store  *core.Store
@@ -105,7 +115,7 @@ type env struct {
 
 // newEnv opens a store in a fresh directory; on a CrashFS when crash.
 // listeners are dispatch listeners (indexers).
-func newEnv(t *testing.T, o options, crash bool, listeners ...core.DispatchListener) *env {
+func newEnv(t testing.TB, o options, crash bool, listeners ...core.DispatchListener) *env {
 	t.Helper()
 	e := &env{t: t, logger: testLogger(t, o.logLevel)}
 	e.clock.Store(1_700_000_000_000)
@@ -237,7 +247,7 @@ func scan(t testing.TB, s *core.Store) []storedRecord {
 
 // writeProfile writes the minimal profile for section and returns a Config
 // for it.
-func writeProfile(t *testing.T, section, extra, snippet string) sdk.Config {
+func writeProfile(t testing.TB, section, extra, snippet string) sdk.Config {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "schema = 1\n\n[%s]\nplugin = \"plugintest\"\n%s", section, extra)
@@ -259,7 +269,7 @@ func writeProfile(t *testing.T, section, extra, snippet string) sdk.Config {
 // checkRejectsUnknownKey configures p with an unknown key in its config
 // table: Configure must fail with an error wrapping sdk.ErrInvalidConfig
 // that names the key.
-func checkRejectsUnknownKey(t *testing.T, p sdk.Plugin, cfg sdk.Config) {
+func checkRejectsUnknownKey(t testing.TB, p sdk.Plugin, cfg sdk.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -282,12 +292,12 @@ func withUnknownKey(snippet string) string {
 // lifecycle configures and starts p and registers a cleanup that stops it
 // unless the test did.
 type lifecycle struct {
-	t       *testing.T
+	t       testing.TB
 	p       sdk.Plugin
 	stopped atomic.Bool
 }
 
-func start(t *testing.T, p sdk.Plugin, cfg sdk.Config, h sdk.Host) *lifecycle {
+func start(t testing.TB, p sdk.Plugin, cfg sdk.Config, h sdk.Host) *lifecycle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -458,7 +468,7 @@ func ExternalIndexer(binary string, args ...string) func(t *testing.T) sdk.Index
 
 // testLogger logs to t.Log at level and above until the test ends (later
 // lines, from goroutines that outlive it, are dropped).
-func testLogger(t *testing.T, level slog.Level) *slog.Logger {
+func testLogger(t testing.TB, level slog.Level) *slog.Logger {
 	h := &tHandler{t: t, level: level, state: &tState{}}
 	t.Cleanup(func() {
 		h.state.mu.Lock()
@@ -474,7 +484,7 @@ type tState struct {
 }
 
 type tHandler struct {
-	t     *testing.T
+	t     testing.TB
 	level slog.Level
 	attrs []slog.Attr
 	state *tState
@@ -510,7 +520,7 @@ func (h *tHandler) WithGroup(name string) slog.Handler { return h }
 
 // freeAddr returns a 127.0.0.1 address with a port free at the time of the
 // call.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -32,12 +32,17 @@ import (
 //     on both ends returns promptly and without error.
 //   - RejectsWrongSecret: a slave with another secret copies nothing.
 func RunReplication(t *testing.T, newPlugin func(t *testing.T) sdk.Replicator, opts ...Option) {
-	o := buildOptions(opts)
-	t.Run("RejectsUnknownConfigKey", func(t *testing.T) {
-		checkRejectsUnknownKey(t, newPlugin(t), writeProfile(t, "replication", "role = \"master\"\n", withUnknownKey(o.config)))
+	runReplication(testT{t}, newPlugin, buildOptions(opts))
+}
+
+// runReplication is RunReplication's body, on a real test or a recorder.
+func runReplication(t suiteT, newPlugin func(t *testing.T) sdk.Replicator, o options) {
+	t.run("RejectsUnknownConfigKey", func(t suiteT) {
+		checkRejectsUnknownKey(t, newPlugin(t.std()), writeProfile(t, "replication", "role = \"master\"\n", withUnknownKey(o.config)))
 	})
-	t.Run("MasterToSlave", func(t *testing.T) { replMasterToSlave(t, newPlugin, o) })
-	t.Run("RejectsWrongSecret", func(t *testing.T) { replWrongSecret(t, newPlugin, o) })
+	t.run("MasterToSlave", func(t suiteT) { replMasterToSlave(t, newPlugin, o) })
+	t.run("RejectsWrongSecret", func(t suiteT) { replWrongSecret(t, newPlugin, o) })
+	t.run("Promise", func(t suiteT) { replPromise(t, newPlugin, o) })
 }
 
 // ackWatch is the Host a master-role replicator gets: it checks every
@@ -66,7 +71,7 @@ func (w *ackWatch) ReportReplication(ctx context.Context, st sdk.ReplicationStat
 	return w.Host.ReportReplication(ctx, st)
 }
 
-func (w *ackWatch) check(t *testing.T) {
+func (w *ackWatch) check(t testing.TB) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -81,7 +86,7 @@ type replNode struct {
 	h   *ackWatch
 }
 
-func newReplNode(t *testing.T, o options, role, addr, peer, secret string) *replNode {
+func newReplNode(t testing.TB, o options, role, addr, peer, secret string) *replNode {
 	e := newEnv(t, o, false)
 	extra := fmt.Sprintf("role = %q\n", role)
 	if role == "slave" {
@@ -96,7 +101,7 @@ func newReplNode(t *testing.T, o options, role, addr, peer, secret string) *repl
 }
 
 // logBytes reads [Min, Committed) of s.
-func logBytes(t *testing.T, s *core.Store) (int64, []byte) {
+func logBytes(t testing.TB, s *core.Store) (int64, []byte) {
 	t.Helper()
 	p := s.Positions()
 	var out []byte
@@ -115,7 +120,7 @@ func logBytes(t *testing.T, s *core.Store) (int64, []byte) {
 }
 
 // sameLog waits until the slave's log equals the master's.
-func sameLog(t *testing.T, master, slave *core.Store, within time.Duration) {
+func sameLog(t testing.TB, master, slave *core.Store, within time.Duration) {
 	t.Helper()
 	if !eventually(within, func() bool {
 		return slave.Positions().Committed == master.Positions().Committed
@@ -136,15 +141,15 @@ func sameLog(t *testing.T, master, slave *core.Store, within time.Duration) {
 	}
 }
 
-func replMasterToSlave(t *testing.T, newPlugin func(t *testing.T) sdk.Replicator, o options) {
+func replMasterToSlave(t suiteT, newPlugin func(t *testing.T) sdk.Replicator, o options) {
 	const secret = "plugintest-secret"
 	maddr := freeAddr(t)
 	m := newReplNode(t, o, "master", maddr, "", secret)
 	s := newReplNode(t, o, "slave", freeAddr(t), maddr, secret)
-	mp := newPlugin(t)
+	mp := newPlugin(t.std())
 	mlc := start(t, mp, m.cfg, m.h)
 	pol := mp.AckPolicy()
-	sp := newPlugin(t)
+	sp := newPlugin(t.std())
 	slc := start(t, sp, s.cfg, s.h)
 	wait := pol.Timeout
 	if pol.WaitReplicas > 0 && wait <= 0 {
@@ -200,7 +205,7 @@ func replMasterToSlave(t *testing.T, newPlugin func(t *testing.T) sdk.Replicator
 	if after := s.e.store.Positions().Committed; after != before {
 		t.Errorf("slave log grew from %d to %d after its replicator stopped", before, after)
 	}
-	sp2 := newPlugin(t)
+	sp2 := newPlugin(t.std())
 	slc2 := start(t, sp2, s.cfg, s.h)
 	sameLog(t, m.e.store, s.e.store, 10*time.Second)
 	produce("c", pol.WaitReplicas > 0)
@@ -215,12 +220,12 @@ func replMasterToSlave(t *testing.T, newPlugin func(t *testing.T) sdk.Replicator
 	m.h.mu.Unlock()
 }
 
-func replWrongSecret(t *testing.T, newPlugin func(t *testing.T) sdk.Replicator, o options) {
+func replWrongSecret(t suiteT, newPlugin func(t *testing.T) sdk.Replicator, o options) {
 	maddr := freeAddr(t)
 	m := newReplNode(t, o, "master", maddr, "", "the-right-secret")
 	s := newReplNode(t, o, "slave", freeAddr(t), maddr, "a-wrong-secret")
-	mlc := start(t, newPlugin(t), m.cfg, m.h)
-	slc := start(t, newPlugin(t), s.cfg, s.h)
+	mlc := start(t, newPlugin(t.std()), m.cfg, m.h)
+	slc := start(t, newPlugin(t.std()), s.cfg, s.h)
 	for i := 0; i < 50; i++ {
 		if _, err := m.e.store.Append(message("SecretT", 0, fmt.Sprint(i), "")); err != nil {
 			t.Fatal(err)
