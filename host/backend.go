@@ -70,14 +70,36 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 		return nil, r.err
 	}
 	start := time.Now()
+	// Delayed messages go to the schedule topic (the one place every
+	// write path, SEND, batch and send-back, passes through); levels[i]
+	// is the level of msgs[i], 0 for a message not delayed.
+	var levels []int32
+	if sched := b.n.schedule; sched != nil {
+		for i, m := range msgs {
+			lvl, err := sched.Levels().Rewrite(m)
+			if err != nil {
+				b.n.metrics.appendErrors.Inc()
+				return nil, fmt.Errorf("delay message %d of %d: %w", i+1, len(msgs), err)
+			}
+			if lvl > 0 && levels == nil {
+				levels = make([]int32, len(msgs))
+			}
+			if levels != nil {
+				levels[i] = lvl
+			}
+		}
+	}
 	res, err := b.store().AppendBatch(msgs, make([]core.AppendResult, 0, len(msgs)))
 	if err != nil {
 		b.n.metrics.appendErrors.Inc()
 		return nil, err
 	}
 	var bytes int
-	for _, r := range res {
+	for i, r := range res {
 		bytes += int(r.Size)
+		if levels != nil && levels[i] > 0 {
+			b.n.schedule.Notify(levels[i], r.End())
+		}
 	}
 	b.n.metrics.appendMsgs.Add(len(res))
 	b.n.metrics.appendBytes.Add(bytes)

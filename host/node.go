@@ -21,8 +21,10 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
+	"github.com/keelmq/keel/host/schedule"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 	"golang.org/x/sys/unix"
@@ -72,6 +74,10 @@ type Node struct {
 
 	metrics *nodeMetrics
 	cache   *readCache // nil when store.read_cache is 0
+	// schedule delivers delayed messages; it runs while this node is a
+	// serving master (startSchedule, stopSchedule). Nil until the store is
+	// open.
+	schedule *schedule.Service
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
@@ -143,10 +149,66 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.openStore(); err != nil {
 		return err
 	}
+	n.schedule = n.newSchedule()
 	if err := n.startPlugins(ctx); err != nil {
 		return err
 	}
-	return n.listen()
+	if err := n.listen(); err != nil {
+		return err
+	}
+	if !n.slave.Load() {
+		n.startSchedule()
+	}
+	return nil
+}
+
+// newSchedule is the delay level delivery service over the node's store:
+// it reads the schedule queues, appends through the node's write path (so
+// the write gate applies), and counts a delivery durable once it is
+// flushed and acknowledged by the node's policy (sdk/storehost Ack).
+func (n *Node) newSchedule() *schedule.Service {
+	be := backend{n}
+	return schedule.New(schedule.Config{
+		Levels:  n.prof.Store.DelayLevels(),
+		Log:     n.store,
+		Offsets: n.store.Meta().DelayOffsets,
+		Append: func(msgs []*record.Message) ([]core.AppendResult, error) {
+			return be.Append(context.Background(), msgs)
+		},
+		Durable: func(end int64, done func(bool)) {
+			n.store.OnFlushed(end, scheduleFlushWait, func(ok bool) {
+				if !ok {
+					done(false)
+					return
+				}
+				n.host.Ack(n.ackPolicy(), end, func(st storehost.AckStatus) { done(st == storehost.AckOK) })
+			})
+		},
+		Logger: n.log.With("component", "schedule"),
+	})
+}
+
+// scheduleFlushWait bounds one wait for a delivered delayed message to be
+// flushed; the service waits again after it.
+const scheduleFlushWait = 10 * time.Second
+
+// startSchedule starts delivering delayed messages. It is called once this
+// node serves as master: at start on a master, and on Promote. A demotion
+// must call stopSchedule before the node takes a slave's role (meanwhile
+// the write gate refuses the service's appends, and it retries without
+// moving its offsets).
+func (n *Node) startSchedule() {
+	if n.schedule != nil {
+		n.schedule.Start()
+	}
+}
+
+// stopSchedule stops delivering delayed messages, persisting the levels'
+// offsets (schedule.Service.Stop).
+func (n *Node) stopSchedule() {
+	if n.schedule != nil {
+		n.schedule.Stop()
+	}
 }
 
 // abortStart closes what a failed start opened, in Stop's order.
@@ -408,12 +470,15 @@ func (n *Node) Addr(role string) string {
 // Store is the node's store.
 func (n *Node) Store() *core.Store { return n.store }
 
-// Stop shuts down in order: listeners, replication, flush, the store
+// Stop shuts down in order: the delay level delivery, listeners, replication, flush, the store
 // (which flushes, dispatches, checkpoints and removes the abort marker),
 // then the indexer, which the store's last dispatch still feeds.
 func (n *Node) Stop(ctx context.Context) error {
 	var errs []error
 	n.stopOnce.Do(func() {
+		// Delayed deliveries stop first, while the store still takes
+		// their appends and flushes them.
+		n.stopSchedule()
 		if n.broker != nil {
 			// Held long polls are answered first; give the connection
 			// writers a moment to send those answers before closing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/keelmq/keel/core/record"
 )
@@ -33,14 +34,17 @@ func (b *Broker) handleSendBack(req *Request) *Command {
 		if err != nil {
 			return NewResponse(req.Cmd, SystemError, fmt.Sprintf("decoding message at offset %d: %v", phys, err))
 		}
-		topic := RetryGroupTopicPrefix + group
-		if int(rec.ReconsumeTimes) >= maxTimes || delayLevel < 0 {
-			topic = DLQGroupTopicPrefix + group
-		}
+		topic, level := sendBackTarget(group, rec.ReconsumeTimes, maxTimes, delayLevel)
 		if _, _, err := ensureTopic(b.be, topic, true, groupTopicQueues); err != nil {
 			return NewResponse(req.Cmd, SystemError, err.Error())
 		}
-		props := rec.Properties
+		// The retry waits its delay level in the schedule topic (the
+		// backend's Append moves a message with DELAY there); a DLQ copy
+		// is not delayed.
+		props := record.RemoveProperty(rec.Properties, record.PropertyDelayLevel)
+		if level > 0 {
+			props = record.SetProperty(props, record.PropertyDelayLevel, strconv.Itoa(level))
+		}
 		if _, ok := record.GetProperty(props, record.PropertyRetryTopic); !ok && record.CheckProperty(record.PropertyRetryTopic, rec.Topic) == nil {
 			props = record.SetProperty(props, record.PropertyRetryTopic, rec.Topic)
 		}
@@ -76,4 +80,26 @@ func (b *Broker) handleSendBack(req *Request) *Command {
 		return NewResponse(req.Cmd, Success, "")
 	})
 	return nil
+}
+
+// retryBaseDelayLevel is the delay level of a consumer's first retry when
+// the client names none: level 3 (10 s by default), then one level more
+// per reconsume, as RocketMQ's consumerSendMsgBack.
+const retryBaseDelayLevel = 3
+
+// sendBackTarget is where CONSUMER_SEND_MSG_BACK puts a message consumed
+// reconsumeTimes times that the client sent back with delayLevel: the
+// group's dead letter topic, undelayed (level 0), once reconsumeTimes
+// reaches maxTimes or when delayLevel < 0; otherwise the group's retry
+// topic at delayLevel, or at retryBaseDelayLevel + reconsumeTimes when
+// delayLevel is 0. A level above the table's last is clamped when the
+// message is stored.
+func sendBackTarget(group string, reconsumeTimes int32, maxTimes, delayLevel int) (topic string, level int) {
+	if int(reconsumeTimes) >= maxTimes || delayLevel < 0 {
+		return DLQGroupTopicPrefix + group, 0
+	}
+	if delayLevel == 0 {
+		delayLevel = retryBaseDelayLevel + int(reconsumeTimes)
+	}
+	return RetryGroupTopicPrefix + group, delayLevel
 }
