@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"github.com/keelmq/keel/internal/builtins"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -426,36 +423,7 @@ func TestServeTwice(t *testing.T) {
 		sets = append(sets, key+"="+freeAddr(t))
 	}
 	args := serveArgs("default.toml", dir, sets...)
-	first := exec.Command(keelBin(t), args...)
-	first.Dir = work
-	stderr, err := first.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer first.Process.Kill()
-	// Wait for the admin listener's line: the first node serves.
-	var firstOut bytes.Buffer
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		closed := false
-		for sc.Scan() {
-			firstOut.WriteString(sc.Text() + "\n")
-			if !closed && strings.Contains(sc.Text(), "role=admin") {
-				close(ready)
-				closed = true
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the first keel serve did not start listening")
-	}
+	first := startServe(t, keelBin(t), work, args...)
 	nsAddr := strings.TrimPrefix(sets[0], "server.namesrv_addr=")
 	rc, out := runKeel(t, work, args...)
 	checkFailedStart(t, rc, out, "name server listener: server.namesrv_addr "+nsAddr+" is already in use",
@@ -470,12 +438,7 @@ func TestServeTwice(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, core.AbortFile)); err != nil {
 		t.Errorf("the running node's abort marker is gone: %v", err)
 	}
-	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(); err != nil {
-		t.Fatalf("the first keel serve exited with %v:\n%s", err, firstOut.String())
-	}
+	first.stop(t)
 	noAbortMarker(t, dir)
 }
 
