@@ -16,7 +16,7 @@ import (
 type serveProc struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
-	out  bytes.Buffer // its standard error so far
+	out  bytes.Buffer  // its standard error so far
 	done chan struct{} // closed when standard error is drained
 }
 
