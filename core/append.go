@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
 )
@@ -36,7 +37,10 @@ func (s *Store) Append(m *record.Message) (AppendResult, error) {
 // AppendBatch stores msgs contiguously in one segment and appends their
 // results to dst. Either all are stored or none (errors: ErrMessage with the
 // record package's reason, ErrDiskFull, ErrReadOnly, ErrClosed; with a
-// write buffer also ErrMessage for a batch over half of it). On return the
+// write buffer also ErrMessage for a batch over half of it). A topic that
+// breaks meta.ValidateTopicName, the rule the consume queues apply, is an
+// ErrMessage that also wraps record.ErrInvalid and meta.ErrInvalid: such a
+// record could never be dispatched. On return the
 // records are committed (readable, replicable) but not necessarily
 // flushed: wait with WaitFlushed when the policy needs durability. With a
 // write buffer they are only written: Commit, or under CommitOnWait a
@@ -108,7 +112,12 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 // (ErrMessage). On error dst may hold results for part of msgs.
 func (s *Store) encodeBatch(buf []byte, msgs []*record.Message, dst []AppendResult) ([]byte, []AppendResult, error) {
 	lim := record.Limits{MaxMessageSize: s.opts.MaxMessageSize}
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if i == 0 || m.Topic != msgs[i-1].Topic {
+			if err := checkTopic(m.Topic); err != nil {
+				return buf, dst, err
+			}
+		}
 		start := len(buf)
 		var err error
 		buf, err = record.Encode(buf, m, lim)
@@ -124,6 +133,18 @@ func (s *Store) encodeBatch(buf []byte, msgs []*record.Message, dst []AppendResu
 		return buf, dst, fmt.Errorf("batch of %d bytes exceeds half the %d-byte write buffer: %w", len(buf), len(s.wb.ring), ErrMessage)
 	}
 	return buf, dst, nil
+}
+
+// checkTopic refuses a message whose topic breaks meta.ValidateTopicName:
+// the error wraps ErrMessage, record.ErrInvalid and meta.ErrInvalid. It
+// costs a pass over the name's bytes (about as much as one map lookup), so
+// AppendBatch runs it once per run of messages to the same topic rather
+// than keeping a cache of names.
+func checkTopic(topic string) error {
+	if err := meta.ValidateTopicName(topic); err != nil {
+		return fmt.Errorf("append to %q: %w: %w: %w", topic, ErrMessage, record.ErrInvalid, err)
+	}
+	return nil
 }
 
 // stampLocked gives the encoded batch buf, to be stored at pos, its queue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/keelmq/keel/core/cq"
 	"github.com/keelmq/keel/core/record"
 )
 
@@ -115,12 +116,19 @@ func (s *Store) dispatchOnce() (int64, error) {
 }
 
 // dispatchToQueue puts the record info, at pos, into its consume queue,
-// if it takes a queue offset. dispatchMu is held.
+// if it takes a queue offset. A record whose topic the consume queues
+// refuse (it breaks meta.ValidateTopicName) is skipped (see
+// skipInvalidTopic) rather than failed, since retrying could never
+// succeed. dispatchMu is held.
 func (s *Store) dispatchToQueue(info record.Info, pos int64) error {
 	if !countsInQueue(info.SysFlag) {
 		return nil
 	}
 	q, err := s.cqs.GetOrCreate(info.Topic, info.QueueID)
+	if errors.Is(err, cq.ErrInvalidTopic) {
+		s.skipInvalidTopic(info.Topic, pos, err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("dispatch record at %d: %w", pos, err)
 	}
@@ -128,6 +136,25 @@ func (s *Store) dispatchToQueue(info record.Info, pos int64) error {
 		return fmt.Errorf("dispatch record at %d to %s/%d: %w", pos, info.Topic, info.QueueID, err)
 	}
 	return nil
+}
+
+// skipInvalidTopic logs, once per topic for the store's life, that the
+// records of topic, the first at pos, get no consume queue entry. Append
+// and AppendRaw refuse such topics and recovery treats one as damage, so
+// only a log written before the rule applied (when a name such as "a.b"
+// was accepted) can hold one, beyond recovery's verify window: its records
+// stay in the log and reach the listeners, but consumers cannot pull them.
+// dispatchMu is held.
+func (s *Store) skipInvalidTopic(topic string, pos int64, err error) {
+	if s.skippedTopics[topic] {
+		return
+	}
+	if s.skippedTopics == nil {
+		s.skippedTopics = map[string]bool{}
+	}
+	s.skippedTopics[topic] = true
+	s.log.Error("dispatch: skipping records whose topic breaks the topic name rule; they get no consume queue entry",
+		"topic", topic, "offset", pos, "err", err)
 }
 
 // batchForListeners adds the record info to the listeners' batch (none

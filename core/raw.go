@@ -21,9 +21,15 @@ type writebackReq struct {
 // then starts there, as for a slave copying from a master's minimum). data
 // must hold whole records as ReadLog returns them: each record's
 // PHYSICALOFFSET must equal its position, and a BLANK must end exactly at
-// its segment's end. Records are CRC-checked. Nothing is written unless all
-// of data is valid. Queue offsets are taken from the records, so a slave's
-// consume queues are index-identical to its master's.
+// its segment's end. Records are CRC-checked, and each must be one the
+// dispatcher can take, the check recovery applies to the log (dispatchable:
+// a topic keeping meta.ValidateTopicName, a queue id and queue offset in
+// range; otherwise the error wraps record.ErrCorrupt and, for the topic,
+// meta.ErrInvalid). A master's Append refuses such topics, so bytes holding
+// one are damaged or come from a master that does not keep the rule.
+// Nothing is written unless all of data is valid. Queue offsets are taken
+// from the records, so a slave's consume queues are index-identical to its
+// master's.
 func (s *Store) AppendRaw(off int64, data []byte) error {
 	if err := s.Writable(); err != nil {
 		return err

@@ -81,6 +81,7 @@ type Store struct {
 	dispatchMu    sync.Mutex       // held by the dispatcher per pass; Truncate takes it
 	dispatchBuf   []DispatchRecord // the listeners' batch, reused; under dispatchMu
 	dispatchCheck record.Checker   // interns topic names across passes; under dispatchMu
+	skippedTopics map[string]bool  // topics dispatch skipped, logged once each; under dispatchMu
 	ckptMu        sync.Mutex
 	ckpt          *checkpointFile
 	flushHist     []int64 // flushed offsets of past checkpoints (ckptMu), for VerifyFrom
