@@ -168,6 +168,22 @@ func (s *Service) Stop() {
 	s.log.Info("delay level delivery stopped")
 }
 
+// halt ends the run at once, as a crash would: no drain, no persist. For
+// tests.
+func (s *Service) halt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run
+	if r == nil {
+		return
+	}
+	s.running.Store(nil)
+	s.run = nil
+	r.stop()
+	r.drained()
+	r.wg.Wait()
+}
+
 // Notify tells the loop of level that a schedule record ending at log
 // offset end was appended, so that an idle loop reads its queue once the
 // record is dispatched instead of at its next recheck. It is cheap and
