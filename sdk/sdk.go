@@ -316,11 +316,11 @@ type Indexer interface {
 //     in it.
 //   - PhysOffset and Size: where the whole record lies in the log
 //     (Host.ReadRecord reads it back).
-//   - TagsCode: the hash of its TAGS property, as the consume queue keeps.
+//   - TagsCode: record.TagsHashCode of its TAGS property, 0 without tags.
 //   - StoreTimestamp: when the store wrote it, Unix milliseconds.
-//   - SysFlag: its record.SysFlag bits (compression, transaction type).
-//   - Keys: the raw KEYS property, keys separated by spaces; UniqKey: the
-//     UNIQ_KEY property. Either may be empty.
+//   - SysFlag: its record.SysFlag* bits (compression, transaction type).
+//   - Keys: the raw KEYS property, keys separated by spaces (record.IndexKeys
+//     splits it); UniqKey: the UNIQ_KEY property. Either may be empty.
 //
 // Index's batch is the store's: it is valid only during the call, and the
 // same slice goes to every listener in turn, so an indexer must neither

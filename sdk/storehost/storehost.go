@@ -269,25 +269,18 @@ func mapErr(err error) error {
 	return err
 }
 
-// Listener adapts an sdk.Indexer to core.DispatchListener.
+// Listener adapts an sdk.Indexer to core.DispatchListener. sdk.Record is
+// core.DispatchRecord, so each batch goes to the indexer as the store
+// passes it, without a copy.
 type Listener struct {
 	Indexer sdk.Indexer
-	buf     []sdk.Record
 }
 
 var _ core.DispatchListener = (*Listener)(nil)
 
 // Dispatch implements core.DispatchListener.
 func (l *Listener) Dispatch(batch []core.DispatchRecord) error {
-	l.buf = l.buf[:0]
-	for _, r := range batch {
-		l.buf = append(l.buf, sdk.Record{
-			Topic: r.Topic, QueueID: r.QueueID, QueueOffset: r.QueueOffset, PhysOffset: r.PhysOffset,
-			Size: r.Size, TagsCode: r.TagsCode, StoreTimestamp: r.StoreTimestamp, SysFlag: r.SysFlag,
-			Keys: r.Keys, UniqKey: r.UniqKey,
-		})
-	}
-	return l.Indexer.Index(context.Background(), l.buf)
+	return l.Indexer.Index(context.Background(), batch)
 }
 
 // Sync implements core.DispatchListener.
