@@ -20,6 +20,13 @@
 //	               keel-index-hash); default: next to the executable, ./bin,
 //	               PATH. Cells in external mode are skipped without them.
 //
+// The matrix's axes name builtin plugins from a catalog (default
+// internal/builtins.Catalog(), keel's own), or [plugins] tables (see
+// package bench/matrix): a build with plugins compiled in passes its own
+// catalog with WithCatalog, so the matrix can bench them by name:
+//
+//	bench.Main(os.Args[1:], bench.WithCatalog(myCatalog))
+//
 // The recovery workload re-executes the running program with the same
 // arguments and recovery.ChildEnv set; Main handles that case itself
 // (recovery.MaybeChild), so a main that forwards to Main needs nothing
@@ -50,6 +57,7 @@ import (
 	"github.com/keelmq/keel/bench/recovery"
 	"github.com/keelmq/keel/bench/report"
 	"github.com/keelmq/keel/bench/wire"
+	"github.com/keelmq/keel/host"
 )
 
 // Parts of a run that --skip can leave out.
@@ -80,14 +88,33 @@ type Options struct {
 	// (keel-flush, keel-index-hash); then the running executable's
 	// directory, ./bin and PATH.
 	PluginDirs []string
+	// Catalog has the builtin plugins the matrix's axes may name (it
+	// must be the one cfg was parsed with); nil means
+	// matrix.DefaultCatalog(), keel's own.
+	Catalog *host.Catalog
 	// Progress receives live progress (default os.Stderr); Summary the
 	// final table (default os.Stdout).
 	Progress, Summary io.Writer
 }
 
+// MainOption configures Main.
+type MainOption func(*Options)
+
+// WithCatalog makes Main parse the matrix against, and run the builtin
+// names from, cat instead of keel's own catalog: a main that compiles
+// third-party plugins in passes the catalog it gives its nodes.
+func WithCatalog(cat *host.Catalog) MainOption { return func(o *Options) { o.Catalog = cat } }
+
 // Main runs `keel bench` with args (the arguments after "bench").
-func Main(args []string) error {
+func Main(args []string, opts ...MainOption) error {
 	recovery.MaybeChild()
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.Catalog == nil {
+		o.Catalog = matrix.DefaultCatalog()
+	}
 	fl := flag.NewFlagSet("keel bench", flag.ContinueOnError)
 	cfgPath := fl.String("config", "", "benchmark matrix TOML file (required), e.g. configs/bench/quick.toml")
 	out := fl.String("out", "bench-out", "output directory for results.json, results.csv, report.md and charts")
@@ -104,14 +131,14 @@ func Main(args []string) error {
 	if *cfgPath == "" {
 		return errors.New("keel bench: --config is required")
 	}
-	cfg, err := matrix.Load(*cfgPath)
+	cfg, err := matrix.Load(*cfgPath, o.Catalog)
 	if err != nil {
 		return err
 	}
 	if *quick {
 		cfg = cfg.Quick()
 	}
-	o := Options{ConfigFile: *cfgPath, Out: *out, Quick: *quick, Scratch: *scratch, Skip: map[string]bool{}}
+	o.ConfigFile, o.Out, o.Quick, o.Scratch, o.Skip = *cfgPath, *out, *quick, *scratch, map[string]bool{}
 	if *pluginDir != "" {
 		o.PluginDirs = []string{*pluginDir}
 	}
@@ -154,7 +181,10 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 		return nil, fmt.Errorf("bench: create scratch dir: %w", err)
 	}
 	defer os.RemoveAll(o.Scratch)
-	registerExternal(o.PluginDirs)
+	if o.Catalog == nil {
+		o.Catalog = matrix.DefaultCatalog()
+	}
+	ld := &engine.Loader{Catalog: o.Catalog, PluginDirs: o.PluginDirs, File: o.ConfigFile}
 	res := &report.Results{SchemaVersion: report.SchemaVersion, Tool: "keel bench", Config: cfg.Name, ConfigFile: o.ConfigFile,
 		Quick: o.Quick, StartedAt: time.Now(), Machine: machineInfo(o.Scratch),
 		Settings: report.Settings{DurationMs: cfg.Duration.D().Milliseconds(), WarmupMs: cfg.Warmup.D().Milliseconds(),
@@ -196,7 +226,7 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 
 	if !o.Skip[PartCells] {
 		for i, cell := range cfg.Cells() {
-			rc := runCell(ctx, cfg, o, pr, i, cell, ceil)
+			rc := runCell(ctx, cfg, o, ld, pr, i, cell, ceil)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -264,13 +294,15 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
 
-func runCell(ctx context.Context, cfg *matrix.Config, o Options, pr *progress, i int, cell matrix.Cell, ceil *ceiling.Result) report.Cell {
+func runCell(ctx context.Context, cfg *matrix.Config, o Options, ld *engine.Loader, pr *progress, i int, cell matrix.Cell, ceil *ceiling.Result) report.Cell {
+	plugins := cfg.PluginsOf(cell)
 	rc := report.Cell{Workload: cell.Workload, Flush: cell.Flush, Replication: cell.Replication, Index: cell.Index, Mode: cell.Mode,
-		BodyBytes: cell.BodyBytes, Producers: cell.Producers, Statuses: map[string]int64{}, RecordBytes: engine.RecordSize(cell.BodyBytes)}
+		BodyBytes: cell.BodyBytes, Producers: cell.Producers, Statuses: map[string]int64{}, RecordBytes: engine.RecordSize(cell.BodyBytes),
+		Plugins: plugins.List()}
 	var runs []*engine.Result
 	for rep := 0; rep < cfg.Repeats; rep++ {
 		pr.step(fmt.Sprintf("cell %s run %d/%d", cell.Key(), rep+1, cfg.Repeats))
-		r, err := engine.Run(ctx, engine.Spec{Cell: cell, Dir: filepath.Join(o.Scratch, fmt.Sprintf("cell-%d-%d", i, rep)),
+		r, err := engine.Run(ctx, engine.Spec{Cell: cell, Plugins: plugins, Loader: ld, Dir: filepath.Join(o.Scratch, fmt.Sprintf("cell-%d-%d", i, rep)),
 			Warmup: cfg.Warmup.D(), Duration: cfg.Duration.D(), SegmentSize: int64(cfg.SegmentSize), Queues: cfg.Queues})
 		if errors.Is(err, engine.ErrUnavailable) {
 			rc.Status, rc.Note = "skipped", err.Error()

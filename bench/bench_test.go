@@ -72,7 +72,7 @@ repeats = 1
 // TestEndToEnd runs the whole harness on a tiny matrix and checks every
 // output and the results.json schema.
 func TestEndToEnd(t *testing.T) {
-	cfg, err := matrix.Parse("tiny.toml", []byte(tiny))
+	cfg, err := matrix.Parse("tiny.toml", []byte(tiny), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

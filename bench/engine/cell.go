@@ -8,53 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/keelmq/keel/bench/matrix"
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/vfs"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 )
-
-// impls are what a cell's axis values run: the flush implementation
-// always, replication and index when the cell has them (New nil when
-// "none").
-type impls struct {
-	flush FlushImpl
-	repl  ReplImpl
-	index IndexImpl
-}
-
-// resolve looks the cell's axis values up in the registries; a value with
-// nothing registered in the cell's mode fails with ErrUnavailable.
-func resolve(c matrix.Cell) (impls, error) {
-	var im impls
-	var ok bool
-	if im.flush, ok = LookupFlush(c.Flush, c.Mode); !ok {
-		return im, fmt.Errorf("flush %q in %s mode: no implementation registered: %w", c.Flush, c.Mode, ErrUnavailable)
-	}
-	if c.Replication != "none" {
-		if im.repl, ok = LookupReplication(c.Replication, c.Mode); !ok {
-			return im, fmt.Errorf("replication %q in %s mode: no implementation registered: %w", c.Replication, c.Mode, ErrUnavailable)
-		}
-	}
-	if c.Index != "none" {
-		if im.index, ok = LookupIndex(c.Index, c.Mode); !ok {
-			return im, fmt.Errorf("index %q in %s mode: no implementation registered: %w", c.Index, c.Mode, ErrUnavailable)
-		}
-	}
-	return im, nil
-}
-
-// describe is Result.Impl: what ran for each axis.
-func (im impls) describe() string {
-	orNone := func(impl string) string {
-		if impl == "" {
-			return "none"
-		}
-		return impl
-	}
-	return "flush=" + im.flush.Impl + " repl=" + orNone(im.repl.Impl) + " index=" + orNone(im.index.Impl)
-}
 
 // cell is one open benchmark cell: the master store, its storehost, and
 // the flush runner, replication and index started on it.
@@ -69,29 +27,30 @@ type cell struct {
 	fpol   sdk.FlushPolicy
 	rpol   sdk.ReplicationPolicy
 
-	runnerUp bool
-	closed   bool
+	closed bool
 }
 
-// openCell builds the cell's parts in spec.Dir (which exists) and starts
-// them: the store opened according to the flush and replication policies,
-// then the index, the flush runner and the replication. On error it
-// returns the cell opened so far (nil if nothing was), which the caller
-// shuts down.
-func openCell(ctx context.Context, spec Spec, im impls) (*cell, error) {
-	c := spec.Cell
-	runner, err := im.flush.New()
-	if err != nil {
-		return nil, fmt.Errorf("make flush runner %q: %w", c.Flush, err)
+// openCell makes the cell's plugins with spec.Loader and starts them in
+// spec.Dir (which exists): the store opened according to the flush and
+// replication policies, then the index, the flush runner and the
+// replication. It always returns the cell, opened as far as it got, and
+// the caller shuts it down on every path: shutdown stops and releases
+// whatever was made, external processes included.
+func openCell(ctx context.Context, spec Spec) (*cell, error) {
+	c, pl, ld := spec.Cell, spec.Plugins, spec.Loader
+	cl := &cell{spec: spec}
+	var err error
+	if cl.runner, err = ld.Flush(ctx, pl.Flush); err != nil {
+		return cl, fmt.Errorf("make flush %q: %w", c.Flush, err)
 	}
-	cl := &cell{spec: spec, runner: runner, fpol: runner.Policy()}
+	cl.fpol = cl.runner.Policy()
 	renv := cl.replEnv()
-	if im.repl.New != nil {
+	if pl.Replication != nil {
 		if err := vfs.OS.MkdirAll(renv.StateDir, 0o755); err != nil {
-			return nil, fmt.Errorf("create replication dir: %w", err)
+			return cl, fmt.Errorf("create replication dir: %w", err)
 		}
-		if cl.repl, err = im.repl.New(renv); err != nil {
-			return nil, fmt.Errorf("make replication %q: %w", c.Replication, err)
+		if cl.repl, err = ld.Replication(ctx, *pl.Replication, renv); err != nil {
+			return cl, fmt.Errorf("make replication %q: %w", c.Replication, err)
 		}
 		cl.rpol = cl.repl.Policy()
 	}
@@ -102,21 +61,18 @@ func openCell(ctx context.Context, spec Spec, im impls) (*cell, error) {
 	if cl.rpol.VisibleAfterReplicated {
 		opts.Confirm = proxy
 	}
-	if im.index.New != nil {
+	if pl.Index != nil {
 		idir := filepath.Join(spec.Dir, "index")
 		if err := vfs.OS.MkdirAll(idir, 0o755); err != nil {
-			return nil, fmt.Errorf("create index dir: %w", err)
+			return cl, fmt.Errorf("create index dir: %w", err)
 		}
-		if cl.ix, err = im.index.New(idir); err != nil {
-			return nil, fmt.Errorf("make index %q: %w", c.Index, err)
+		if cl.ix, err = ld.Index(ctx, *pl.Index, idir); err != nil {
+			return cl, fmt.Errorf("make index %q: %w", c.Index, err)
 		}
 		opts.Listeners = []core.DispatchListener{cl.ix}
 	}
 	if cl.store, err = core.Open(opts); err != nil {
-		if cl.ix != nil {
-			cl.ix.Close()
-		}
-		return nil, fmt.Errorf("open cell store: %w", err)
+		return cl, fmt.Errorf("open cell store: %w", err)
 	}
 	cl.sh = storehost.New(cl.store, spec.Logger)
 	proxy.h.Store(cl.sh)
@@ -126,15 +82,11 @@ func openCell(ctx context.Context, spec Spec, im impls) (*cell, error) {
 			return cl, fmt.Errorf("start index %q: %w", c.Index, err)
 		}
 	}
-	if err := runner.Start(ctx, cl.host); err != nil {
+	if err := cl.runner.Start(ctx, cl.host); err != nil {
 		return cl, fmt.Errorf("start flush %q: %w", c.Flush, err)
 	}
-	cl.runnerUp = true
 	if cl.repl != nil {
 		if err := cl.repl.Start(ctx, cl.sh, renv); err != nil {
-			// shutdown still stops the replication: what it started before
-			// failing (a master, an external process) must not outlive the
-			// cell.
 			return cl, fmt.Errorf("start replication %q: %w", c.Replication, err)
 		}
 	}
@@ -166,9 +118,10 @@ func (cl *cell) waitUnfenced(ctx context.Context) error {
 	}
 }
 
-// shutdown stops what runs, in reverse order of starting — replication,
-// flush runner — then closes the store and the index, and returns the
-// errors of the first three. A second call does nothing.
+// shutdown stops and releases what was made, in reverse order of
+// starting — replication, flush runner — then closes the store and the
+// index, and returns the errors of the first three. It handles a cell
+// opened part way (openCell's error paths). A second call does nothing.
 func (cl *cell) shutdown() error {
 	if cl.closed {
 		return nil
@@ -178,10 +131,12 @@ func (cl *cell) shutdown() error {
 	if cl.repl != nil {
 		errs = append(errs, cl.repl.Stop(context.Background()))
 	}
-	if cl.runnerUp {
+	if cl.runner != nil {
 		errs = append(errs, cl.runner.Stop(context.Background()))
 	}
-	errs = append(errs, cl.store.Close())
+	if cl.store != nil {
+		errs = append(errs, cl.store.Close())
+	}
 	if cl.ix != nil {
 		cl.ix.Close()
 	}

@@ -4,12 +4,11 @@
 // for a warmup and a measured window, and reports throughput, ack latency,
 // CPU cost, fsync rate, statuses and replication lag.
 //
-// Each axis value is looked up in a registry (RegisterFlush,
-// RegisterReplication, RegisterIndex) by name and plugin mode, and runs the
-// plugin itself: this package registers the builtin flush strategies and
-// index (builtin.go); the bench package registers the replication pairs and
-// the external modes. A name or mode with nothing registered fails with
-// ErrUnavailable and the cell is reported as skipped.
+// Each axis runs the plugin the matrix resolves it to (matrix.Plugin), made
+// by a Loader: a builtin name from the catalog in-process or as keel's own
+// external binary, or a declared binary. A builtin name not in the catalog,
+// or an external binary not found, fails with ErrUnavailable and the cell
+// is reported as skipped. Nothing a run starts outlives it.
 package engine
 
 import (
@@ -37,8 +36,9 @@ const (
 	StatusError             = "ERROR"
 )
 
-// ErrUnavailable means the cell cannot run here (nothing is registered for
-// one of its axis values in its mode); it is reported as skipped.
+// ErrUnavailable means the cell cannot run here (a builtin name this
+// build's catalog lacks, or an external binary not found); it is reported
+// as skipped.
 var ErrUnavailable = errors.New("cell not available")
 
 // DefaultTopic is the topic benchmark messages go to.
@@ -47,6 +47,11 @@ const DefaultTopic = "BenchTopic"
 // Spec describes one run of one cell.
 type Spec struct {
 	Cell matrix.Cell
+	// Plugins are what the cell's axes run (matrix.Config.PluginsOf);
+	// the zero value resolves Cell's values as builtin names in Cell.Mode.
+	Plugins matrix.CellPlugins
+	// Loader makes them; nil is a Loader with the default catalog.
+	Loader *Loader
 	// Dir is a scratch directory for this run; it is created and removed
 	// afterwards.
 	Dir         string
@@ -62,8 +67,8 @@ type Spec struct {
 // Result is what one run measured. Counts cover only acks whose append
 // started inside the measured window.
 type Result struct {
-	// Impl says what ran for each axis: "flush=plugin repl=none
-	// index=plugin".
+	// Impl says what ran (matrix.Describe): "flush=sync (builtin)
+	// index=hash (external)".
 	Impl        string
 	Msgs        int64
 	Elapsed     time.Duration
@@ -141,8 +146,8 @@ func MaxMessageSize(segmentSize int64) int {
 	return int(min(int64(record.DefaultMaxMessageSize), segmentSize/2))
 }
 
-// Run runs one cell once: it resolves the cell's axis values, opens the
-// cell (openCell), waits until a replicating master takes writes, primes
+// Run runs one cell once: it opens the cell (openCell: makes and starts
+// its plugins), waits until a replicating master takes writes, primes
 // the store, measures (measure) and tears the cell down, reporting
 // teardown errors with the result.
 func Run(ctx context.Context, spec Spec) (res *Result, err error) {
@@ -155,9 +160,11 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	if spec.Logger == nil {
 		spec.Logger = slog.New(slog.DiscardHandler)
 	}
-	impls, err := resolve(spec.Cell)
-	if err != nil {
-		return nil, err
+	if spec.Plugins.Flush.Name == "" {
+		spec.Plugins = (&matrix.Config{}).PluginsOf(spec.Cell)
+	}
+	if spec.Loader == nil {
+		spec.Loader = &Loader{}
 	}
 	if err := vfs.OS.MkdirAll(spec.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create cell dir: %w", err)
@@ -167,10 +174,8 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 			err = fmt.Errorf("remove cell dir: %w", rerr)
 		}
 	}()
-	cl, err := openCell(ctx, spec, impls)
-	if cl != nil {
-		defer cl.shutdown() // a no-op after the orderly teardown below
-	}
+	cl, err := openCell(ctx, spec)
+	defer cl.shutdown() // a no-op after the orderly teardown below
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +188,7 @@ func Run(ctx context.Context, spec Spec) (res *Result, err error) {
 	if err := prime(ctx, cl.store, cl.sh, cl.repl != nil); err != nil {
 		return nil, err
 	}
-	if res, err = cl.measure(ctx, spec, impls.describe()); err != nil {
+	if res, err = cl.measure(ctx, spec, matrix.Describe(spec.Plugins.List())); err != nil {
 		return nil, err
 	}
 	if err := cl.shutdown(); err != nil {

@@ -10,7 +10,9 @@ import (
 
 // Indexer is the index side of a cell: a dispatch listener the store feeds
 // (see core.DispatchListener), started once the store is open (Start, with
-// the cell's host) and closed after the store closed (Close).
+// the cell's host) and closed exactly once after the store closed, or
+// when the cell's set-up failed, whether or not Start was called (Close,
+// which also ends what made it: an external process).
 type Indexer interface {
 	core.DispatchListener
 	Start(ctx context.Context, host sdk.Host) error
@@ -19,45 +21,25 @@ type Indexer interface {
 
 // PluginIndexer adapts an sdk.Indexer that has been configured (a
 // builtin, or a go-plugin client of an external one) to Indexer: dispatch
-// goes through storehost.Listener, Start and Close are the plugin's Start
-// and Stop.
-func PluginIndexer(ix sdk.Indexer) Indexer {
-	return &pluginIndexer{Listener: storehost.Listener{Indexer: ix}, ix: ix}
+// goes through storehost.Listener, Start is the plugin's Start, Close the
+// plugin's Stop and then release (which may be nil).
+func PluginIndexer(ix sdk.Indexer, release func()) Indexer {
+	if release == nil {
+		release = func() {}
+	}
+	return &pluginIndexer{Listener: storehost.Listener{Indexer: ix}, ix: ix, release: release}
 }
 
 type pluginIndexer struct {
 	storehost.Listener
-	ix sdk.Indexer
+	ix      sdk.Indexer
+	release func()
 }
 
 func (p *pluginIndexer) Start(ctx context.Context, host sdk.Host) error { return p.ix.Start(ctx, host) }
 
-func (p *pluginIndexer) Close() error { return p.ix.Stop(context.Background()) }
-
-// IndexFactory makes a fresh Indexer keeping its files in dir (which
-// exists) for one run.
-type IndexFactory func(dir string) (Indexer, error)
-
-// IndexImpl is a registered index implementation.
-type IndexImpl struct {
-	New  IndexFactory
-	Impl string // what runs, for the report ("plugin")
-}
-
-var indexReg = map[[2]string]IndexImpl{}
-
-// RegisterIndex makes name (an index axis value other than "none") in
-// mode run with f; a later registration replaces an earlier one.
-func RegisterIndex(name, mode, impl string, f IndexFactory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	indexReg[[2]string{name, mode}] = IndexImpl{New: f, Impl: impl}
-}
-
-// LookupIndex returns the registered implementation.
-func LookupIndex(name, mode string) (IndexImpl, bool) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	r, ok := indexReg[[2]string{name, mode}]
-	return r, ok
+func (p *pluginIndexer) Close() error {
+	err := p.ix.Stop(context.Background())
+	p.release()
+	return err
 }

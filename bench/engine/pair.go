@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/keelmq/keel/core"
-	replicationasync "github.com/keelmq/keel/plugins/replication-async"
-	replicationsync "github.com/keelmq/keel/plugins/replication-sync"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 )
@@ -19,8 +17,8 @@ import (
 // store) and a second instance as its slave (on a slave store in the same
 // process), connected over 127.0.0.1 by the plugins' own HA protocol.
 type pluginPair struct {
-	name       string
-	newRepl    ReplFactory
+	name       string // the axis value, for errors
+	newRepl    replFactory
 	addr       string // the master's HA address
 	master     sdk.Replicator
 	slave      sdk.Replicator
@@ -30,13 +28,11 @@ type pluginPair struct {
 	cleanups   []func()
 }
 
-// ReplFactory returns a fresh replicator and what to do after its Stop
-// (kill an external plugin's process).
-type ReplFactory func() (sdk.Replicator, func(), error)
-
-func builtinRepl(f func() sdk.Replicator) ReplFactory {
-	return func() (sdk.Replicator, func(), error) { return f(), func() {}, nil }
-}
+// replFactory returns a fresh replicator, unconfigured, the sdk.Config
+// for role ("master" or "slave") without addresses, secret or DataDir,
+// and what to do after its Stop (kill an external plugin's process). On
+// error nothing is left running.
+type replFactory func(role string) (sdk.Replicator, sdk.Config, func(), error)
 
 const benchSecret = "keel-bench-secret"
 
@@ -50,16 +46,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// NewPluginPair is a Replication running the replicator newRepl makes as
+// newPluginPair is a Replication running the replicator newRepl makes as
 // the cell's master and a second one as its slave on a slave store in
-// env.SlaveDir, connected over 127.0.0.1 (a port free a moment ago).
-func NewPluginPair(name string, newRepl ReplFactory, env ReplEnv) (Replication, error) {
+// env.SlaveDir, connected over 127.0.0.1 (a port free a moment ago). On
+// error nothing it started is left running.
+func newPluginPair(name string, newRepl replFactory, env ReplEnv) (Replication, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	p := &pluginPair{name: name, newRepl: newRepl, addr: fmt.Sprintf("127.0.0.1:%d", port)}
-	m, cleanup, err := newRepl()
+	m, cfg, cleanup, err := newRepl("master")
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +67,7 @@ func NewPluginPair(name string, newRepl ReplFactory, env ReplEnv) (Replication, 
 		p.cleanup()
 		return nil, err
 	}
-	// Benchmark stores are fresh by construction: a master with an empty
-	// log need not wait, fenced, for its replica's handshake.
-	cfg := sdk.Config{Name: name, Section: string(sdk.KindReplication), Role: "master", Addr: p.addr, Secret: benchSecret, DataDir: dir,
-		Document: []byte("[replication.config]\nstart_fenced = \"never\"\n")}
+	cfg.Addr, cfg.Secret, cfg.DataDir = p.addr, benchSecret, dir
 	if err := p.master.Configure(context.Background(), cfg); err != nil {
 		p.cleanup()
 		return nil, fmt.Errorf("configure %s replication master: %w", name, err)
@@ -106,13 +100,13 @@ func (p *pluginPair) Start(ctx context.Context, master *storehost.Host, env Repl
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	sl, cleanup, err := p.newRepl()
+	sl, cfg, cleanup, err := p.newRepl("slave")
 	if err != nil {
 		return err
 	}
 	p.slave = sl
 	p.cleanups = append(p.cleanups, cleanup)
-	cfg := sdk.Config{Name: p.name, Section: string(sdk.KindReplication), Role: "slave", PeerAddr: p.addr, Secret: benchSecret, DataDir: dir}
+	cfg.PeerAddr, cfg.Secret, cfg.DataDir = p.addr, benchSecret, dir
 	if err := p.slave.Configure(ctx, cfg); err != nil {
 		return fmt.Errorf("configure %s replication slave: %w", p.name, err)
 	}
@@ -133,13 +127,4 @@ func (p *pluginPair) Stop(ctx context.Context) error {
 		errs = append(errs, p.slaveStore.Close())
 	}
 	return errors.Join(errs...)
-}
-
-func init() {
-	RegisterReplication(replicationsync.Name, "builtin", "plugin", func(env ReplEnv) (Replication, error) {
-		return NewPluginPair(replicationsync.Name, builtinRepl(replicationsync.NewReplicator), env)
-	})
-	RegisterReplication(replicationasync.Name, "builtin", "plugin", func(env ReplEnv) (Replication, error) {
-		return NewPluginPair(replicationasync.Name, builtinRepl(replicationasync.NewReplicator), env)
-	})
 }

@@ -19,15 +19,28 @@
 //	file_size = "256MiB"
 //	producers = [1, 64, 256] # default: every producer count of the matrix
 //
+//	[plugins.echo]           # a plugin the axes may name (PluginDecl)
+//	kind = "replication"
+//	path = "bin/replication-echo"
+//	[plugins.echo.config]    # its own [replication.config] table
+//	wait_replicas = 1
+//
 //	[[matrix]]               # one block: the cross product of its axes
 //	name        = "flush"
 //	workloads   = ["produce", "produce-consume"]
 //	flush       = ["sync", "async", "buffered"]
-//	replication = ["none", "async", "sync"]
+//	replication = ["none", "async", "sync", "echo"]
 //	index       = ["none", "hash"]
 //	mode        = ["builtin", "external"]
 //	body_bytes  = [128, 4096]
 //	producers   = [1, 64, 256]
+//
+// The flush, replication and index axes take the builtin names of the
+// catalog given to Parse (keel's own: the flush strategies, "async" and
+// "sync", "hash") and the names of [plugins] tables of that kind;
+// replication and index also "none". The mode axis applies to builtin
+// names listed directly; a [plugins] table runs in its own mode, so one
+// cell may mix an external replication with a builtin flush.
 //
 //	[recovery]
 //	sizes     = ["16MiB", "64MiB"]  # commitlog bytes before the crash
@@ -71,18 +84,17 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/keelmq/keel/sdk"
 )
 
 // SchemaVersion is the matrix format this package reads.
 const SchemaVersion = 1
 
-// Allowed axis values.
+// Allowed values. The flush, replication and index axes take the
+// catalog's builtin names and the [plugins] tables (plugins.go).
 var (
 	Workloads    = []string{WorkloadProduce, WorkloadProduceConsume}
-	Flushes      = []string{"sync", "async", "buffered", "adaptive"}
-	Replications = []string{"none", "async", "sync"}
-	Indexes      = []string{"none", "hash"}
-	Modes        = []string{"builtin", "external"}
 	Crashes      = []string{CrashKill9, CrashPowerCut}
 	NATSConfigs  = []string{"r1-default", "r1-default-tcp", "r1-sync", "r3-sync"}
 	RedisConfigs = []string{"always", "everysec", "always-wait", "everysec-wait"}
@@ -237,11 +249,14 @@ type Config struct {
 	// writes queue i mod Queues. Default 8.
 	Queues int `toml:"queues"`
 
-	Ceiling  CeilingConfig  `toml:"ceiling"`
-	Matrix   []Block        `toml:"matrix"`
-	Recovery RecoveryConfig `toml:"recovery"`
-	Peers    PeersConfig    `toml:"peers"`
-	Wire     WireConfig     `toml:"wire"`
+	Ceiling CeilingConfig `toml:"ceiling"`
+	// Plugins are the [plugins.<name>] tables: plugins an axis may list
+	// by name beside the builtin names (PluginDecl).
+	Plugins  map[string]PluginDecl `toml:"plugins"`
+	Matrix   []Block               `toml:"matrix"`
+	Recovery RecoveryConfig        `toml:"recovery"`
+	Peers    PeersConfig           `toml:"peers"`
+	Wire     WireConfig            `toml:"wire"`
 }
 
 // CeilingConfig configures the raw-disk probes.
@@ -376,18 +391,23 @@ func (c Cell) Combination() string {
 	return fmt.Sprintf("%s+%s+%s (%s)", c.Flush, c.Replication, c.Index, c.Mode)
 }
 
-// Load reads and validates the matrix file at path.
-func Load(path string) (*Config, error) {
+// Load reads and validates the matrix file at path; see Parse.
+func Load(path string, cat Catalog) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read bench config: %w", err)
 	}
-	return Parse(path, b)
+	return Parse(path, b, cat)
 }
 
 // Parse decodes and validates a matrix document; file names it in errors.
-// The result has every default filled in.
-func Parse(file string, doc []byte) (*Config, error) {
+// Axis values are checked against cat's builtin names (nil:
+// DefaultCatalog) and the document's [plugins] tables. The result has
+// every default filled in.
+func Parse(file string, doc []byte, cat Catalog) (*Config, error) {
+	if cat == nil {
+		cat = DefaultCatalog()
+	}
 	var c Config
 	dec := toml.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -400,7 +420,7 @@ func Parse(file string, doc []byte) (*Config, error) {
 		c.Name = strings.TrimSuffix(base, ".toml")
 	}
 	c.fill()
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(cat); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return &c, nil
@@ -469,9 +489,9 @@ func (c *Config) fill() {
 		}
 		defS(&b.Workloads, WorkloadProduce)
 		defS(&b.Flush, "sync")
-		defS(&b.Replication, "none")
-		defS(&b.Index, "none")
-		defS(&b.Mode, "builtin")
+		defS(&b.Replication, None)
+		defS(&b.Index, None)
+		defS(&b.Mode, ModeBuiltin)
 		if len(b.BodyBytes) == 0 {
 			b.BodyBytes = []int{128}
 		}
@@ -482,6 +502,7 @@ func (c *Config) fill() {
 	if len(c.Ceiling.Producers) == 0 {
 		c.Ceiling.Producers = c.ProducerCounts()
 	}
+	c.fillPlugins()
 	r := &c.Recovery
 	if len(r.Crashes) == 0 {
 		r.Crashes = slices.Clone(Crashes)
@@ -535,8 +556,9 @@ const (
 	MaxBodyBytes = 4 << 20
 )
 
-// Validate checks every value against its allowed set or range.
-func (c *Config) Validate() error {
+// Validate checks every value against its allowed set or range; the
+// plugin axes against cat's builtin names and the [plugins] tables.
+func (c *Config) Validate(cat Catalog) error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if c.Schema != SchemaVersion {
@@ -575,12 +597,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	checkInts("ceiling.producers", c.Ceiling.Producers, 1, MaxProducers)
+	c.validatePlugins(cat, bad)
 	for i, b := range c.Matrix {
 		k := fmt.Sprintf("matrix[%d] (%s)", i, b.Name)
 		checkStrs(k+".workloads", b.Workloads, Workloads)
-		checkStrs(k+".flush", b.Flush, Flushes)
-		checkStrs(k+".replication", b.Replication, Replications)
-		checkStrs(k+".index", b.Index, Indexes)
+		c.checkAxis(k+".flush", sdk.KindFlush, b.Flush, cat, bad)
+		c.checkAxis(k+".replication", sdk.KindReplication, b.Replication, cat, bad)
+		c.checkAxis(k+".index", sdk.KindIndex, b.Index, cat, bad)
 		checkStrs(k+".mode", b.Mode, Modes)
 		checkInts(k+".body_bytes", b.BodyBytes, 1, MaxBodyBytes)
 		checkInts(k+".producers", b.Producers, 1, MaxProducers)

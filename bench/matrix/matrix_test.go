@@ -19,7 +19,7 @@ func repoConfig(t *testing.T, name string) string {
 
 func TestShippedConfigs(t *testing.T) {
 	for name, bodies := range map[string][]int{"quick.toml": {128}, "full.toml": {128, 4096}, "core.toml": {128, 4096}} {
-		c, err := Load(repoConfig(t, name))
+		c, err := Load(repoConfig(t, name), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -33,11 +33,11 @@ func TestShippedConfigs(t *testing.T) {
 			t.Errorf("%s --quick: recovery.body_bytes %v, want [128]", name, q.Recovery.BodyBytes)
 		}
 	}
-	q, _ := Load(repoConfig(t, "quick.toml"))
+	q, _ := Load(repoConfig(t, "quick.toml"), nil)
 	if est := q.Quick().Estimate(); est > 2*time.Minute {
 		t.Errorf("quick matrix estimate %v leaves no room for setup in 3 minutes", est)
 	}
-	f, _ := Load(repoConfig(t, "full.toml"))
+	f, _ := Load(repoConfig(t, "full.toml"), nil)
 	if est := f.Estimate(); est > 20*time.Minute {
 		t.Errorf("full matrix estimate %v leaves no room for setup in 30 minutes", est)
 	}
@@ -50,7 +50,7 @@ producers = [1, 64]
 `
 
 func TestDefaultsAndCells(t *testing.T) {
-	c, err := Parse("configs/bench/x.toml", []byte(minimal))
+	c, err := Parse("configs/bench/x.toml", []byte(minimal), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCellsDeduplicatedAcrossBlocks(t *testing.T) {
 flush = ["sync"]
 producers = [64, 256]
 `
-	c, err := Parse("a.toml", []byte(doc))
+	c, err := Parse("a.toml", []byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestStrictErrors(t *testing.T) {
 		{"peer", "schema = 1\n[peers]\nnats = [\"r5\"]\n", `"r5"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("a.toml", []byte(tc.doc))
+			_, err := Parse("a.toml", []byte(tc.doc), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
@@ -137,7 +137,7 @@ func TestSizeRoundTrip(t *testing.T) {
 
 func TestQuick(t *testing.T) {
 	doc := "schema = 1\nduration = \"10s\"\nrepeats = 5\n[recovery]\nsizes = [\"256MiB\", \"16MiB\", \"64MiB\"]\nbody_bytes = [4096, 128, 1024]\nrepeats = 3\n[[matrix]]\nflush = [\"sync\"]\n"
-	c, err := Parse("a.toml", []byte(doc))
+	c, err := Parse("a.toml", []byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestRecoveryBodyBytes(t *testing.T) {
 		"body_bytes = [ 128, # small\n 4096, ]\n": {128, 4096},
 		"body_bytes = []\n":                       {128},
 	} {
-		c, err := Parse("a.toml", []byte("schema = 1\n[recovery]\n"+doc+"repeats = 2\n"))
+		c, err := Parse("a.toml", []byte("schema = 1\n[recovery]\n"+doc+"repeats = 2\n"), nil)
 		if err != nil {
 			t.Errorf("%q: %v", doc, err)
 			continue
@@ -187,7 +187,7 @@ func TestRecoveryBodyBytes(t *testing.T) {
 		"body_bytes = [128, 128]\n":                         "lists a size twice",
 		"segment_size = \"1MiB\"\nbody_bytes = [1048576]\n": "does not fit recovery.segment_size",
 	} {
-		_, err := Parse("a.toml", []byte("schema = 1\n[recovery]\n"+doc))
+		_, err := Parse("a.toml", []byte("schema = 1\n[recovery]\n"+doc), nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to contain %q", doc, err, want)
 		}
@@ -202,11 +202,11 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(minimal))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		c, err := Parse("f.toml", doc)
+		c, err := Parse("f.toml", doc, nil)
 		if err != nil {
 			return
 		}
-		if err := c.Validate(); err != nil {
+		if err := c.Validate(DefaultCatalog()); err != nil {
 			t.Fatalf("Parse accepted a config Validate rejects: %v", err)
 		}
 		for _, cell := range c.Cells() {
@@ -218,7 +218,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestWireSection(t *testing.T) {
-	c, err := Parse("x.toml", []byte(minimal))
+	c, err := Parse("x.toml", []byte(minimal), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestWireSection(t *testing.T) {
 profiles = ["default", "sync-flush"]
 producers = [1, 64]
 `
-	c, err = Parse("x.toml", []byte(doc))
+	c, err = Parse("x.toml", []byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ producers = [1, 64]
 	if q := c.Quick(); q.Wire.Duration.D() != time.Second || q.Wire.Repeats != 3 {
 		t.Fatalf("quick: %+v", q.Wire)
 	}
-	off, err := Parse("x.toml", []byte(doc+"nats = false\nfloor = false\n"))
+	off, err := Parse("x.toml", []byte(doc+"nats = false\nfloor = false\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ producers = [1, 64]
 	}
 	for _, bad := range []string{"connections = -1\n", "depth = 100000\n", "body_bytes = [0]\n", "producers = [5000]\n",
 		"profiles = [\"\"]\n", "segment_size = \"4KiB\"\n", "pipeline = 3\n"} {
-		if _, err := Parse("x.toml", []byte(minimal+"[wire]\n"+bad)); err == nil {
+		if _, err := Parse("x.toml", []byte(minimal+"[wire]\n"+bad), nil); err == nil {
 			t.Errorf("[wire] %s accepted", strings.TrimSpace(bad))
 		} else if !strings.Contains(err.Error(), "wire") {
 			t.Errorf("[wire] %s: error does not name the section: %v", strings.TrimSpace(bad), err)

@@ -32,15 +32,18 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/keelmq/keel/bench/engine"
+	"github.com/keelmq/keel/bench/matrix"
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/core/vfs"
+	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 )
 
@@ -120,8 +123,8 @@ func (s *Spec) fill() error {
 	if s.Crash != Kill9 && s.Crash != PowerCut {
 		return fmt.Errorf("recovery: unknown crash kind %q", s.Crash)
 	}
-	if _, ok := engine.LookupFlush(s.Flush, "builtin"); !ok {
-		return fmt.Errorf("recovery: unknown flush strategy %q", s.Flush)
+	if names := matrix.DefaultCatalog().Names(sdk.KindFlush); !slices.Contains(names, s.Flush) {
+		return fmt.Errorf("recovery: unknown flush strategy %q: want one of %q", s.Flush, names)
 	}
 	return nil
 }
@@ -158,8 +161,7 @@ type appender struct {
 }
 
 func openAppender(ctx context.Context, spec Spec, fsys vfs.FS) (*appender, error) {
-	fi, _ := engine.LookupFlush(spec.Flush, "builtin")
-	runner, err := fi.New()
+	runner, err := (&engine.Loader{}).Flush(ctx, matrix.Plugin{Axis: string(sdk.KindFlush), Name: spec.Flush, Builtin: spec.Flush, Mode: matrix.ModeBuiltin})
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +169,7 @@ func openAppender(ctx context.Context, spec Spec, fsys vfs.FS) (*appender, error
 	opts.VisibleAfterFlush = runner.Policy().VisibleAfterFlush
 	st, err := core.Open(opts)
 	if err != nil {
+		runner.Stop(context.Background()) // releases it (Runner's contract)
 		return nil, fmt.Errorf("open appender store: %w", err)
 	}
 	a := &appender{spec: spec, store: st, runner: runner, acked: make([]int64, spec.Producers), stop: make(chan struct{})}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/keelmq/keel/bench/matrix"
 )
 
 // Files written by WriteAll into the output directory.
@@ -116,6 +118,26 @@ func sizeStr(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// whatRan is one line per distinct plugin combination of cells:
+// "`sync+echo+none (builtin)`: flush=sync (builtin) replication=echo (path
+// bin/replication-echo) {wait_replicas=1}".
+func whatRan(cells []Cell) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if len(c.Plugins) == 0 {
+			continue // a results file from before cells carried them
+		}
+		combo := matrix.Cell{Flush: c.Flush, Replication: c.Replication, Index: c.Index, Mode: c.Mode}.Combination()
+		l := fmt.Sprintf("`%s`: %s", combo, matrix.Describe(c.Plugins))
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // bodyStr is a body size as "128 B" or "4 KiB"; "?" for 0 (a results
@@ -307,7 +329,15 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 		p("| `%s` | %s%s | %.1f | %s | %s | %s | %.2f | %.0f | %s | %s | %s |\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax), extra,
 			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, sizeStr(c.ReplLagMaxBytes), ceilingStr(c), statusStr(c.Statuses))
 	}
-	p("\n![ack latency CDFs](%s%s)\n\n", chartPrefix, FileLatency)
+	p("\n")
+	if ran := whatRan(r.Cells); len(ran) > 0 {
+		p("What ran, per plugin combination (name (builtin | external | path BINARY) {config}):\n\n")
+		for _, l := range ran {
+			p("- %s\n", l)
+		}
+		p("\n")
+	}
+	p("![ack latency CDFs](%s%s)\n\n", chartPrefix, FileLatency)
 
 	p("## Peers (same run, same body size and producer count)\n\n")
 	if len(r.Peers) == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelmq/keel/bench/ceiling"
 	"github.com/keelmq/keel/bench/hist"
+	"github.com/keelmq/keel/bench/matrix"
 )
 
 // SchemaVersion is the version of the results.json layout. It changes
@@ -102,9 +103,14 @@ type Cell struct {
 	// "error" (Note has the error).
 	Status string `json:"status"`
 	Note   string `json:"note,omitempty"`
-	// Impl says what ran per axis: "flush=plugin repl=none index=plugin".
-	Impl        string `json:"impl,omitempty"`
-	RecordBytes int    `json:"record_bytes"`
+	// Impl says what ran, as one line (matrix.Describe): "flush=sync
+	// (builtin) replication=echo (path bin/replication-echo)".
+	Impl string `json:"impl,omitempty"`
+	// Plugins are what ran, one per axis that runs a plugin (flush, then
+	// replication and index unless "none"): the axis value, the builtin
+	// name or path, the mode and the plugin's config table.
+	Plugins     []matrix.Plugin `json:"plugins,omitempty"`
+	RecordBytes int             `json:"record_bytes"`
 	// MsgsPerSec is the median over runs of acknowledged messages per
 	// second; Min and Max the range.
 	MsgsPerSec    float64 `json:"msgs_per_sec"`
