@@ -165,7 +165,8 @@ func (n *Node) start(ctx context.Context) error {
 // newSchedule is the delay level delivery service over the node's store:
 // it reads the schedule queues, appends through the node's write path (so
 // the write gate applies), and counts a delivery durable once it is
-// flushed and acknowledged by the node's policy (sdk/storehost Ack).
+// flushed (the service asks for the flush, whatever the flush strategy)
+// and acknowledged by the node's policy (sdk/storehost Ack).
 func (n *Node) newSchedule() *schedule.Service {
 	be := backend{n}
 	return schedule.New(schedule.Config{
@@ -183,6 +184,10 @@ func (n *Node) newSchedule() *schedule.Service {
 				}
 				n.host.Ack(n.ackPolicy(), end, func(st storehost.AckStatus) { done(st == storehost.AckOK) })
 			})
+		},
+		Flush: func() error {
+			_, err := n.store.Flush()
+			return err
 		},
 		Logger: n.log.With("component", "schedule"),
 	})

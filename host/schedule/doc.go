@@ -26,11 +26,12 @@
 // recheck every idleRecheck; it does not poll faster.
 //
 // A level's offset advances past a delivery only once the delivered record
-// is durable as an acknowledged send is (Config.Durable: flushed, and
-// replicated where the node's policy waits for replicas), in queue order,
-// and the table is persisted (atomically, meta.WriteFileAtomic) within
-// persistEvery of that, besides the store's own periodic persist and the
-// one at close. Slaves receive the table with the rest of the metadata and
+// is flushed and as durable as an acknowledged send is (Config.Durable:
+// replicated too where the node's policy waits for replicas), in queue
+// order. The service flushes the log itself (Config.Flush) at most every
+// persistEvery while deliveries wait, and persists the table (atomically,
+// meta.WriteFileAtomic) right after, besides the store's own periodic
+// persist and the one at close. Slaves receive the table with the rest of the metadata and
 // merge it by maximum; a node that becomes master starts from what it
 // holds.
 //
@@ -43,11 +44,10 @@
 // whose copy was appended but whose offset was not yet persisted when the
 // process died (kill -9, power loss) is appended again after restart,
 // with the same UNIQ_KEY. The window is the time from a delivery's append
-// to the persist of its offset: the durability wait (the flush interval,
-// plus the replica acknowledgement where waited for) plus up to
-// persistEvery plus one file write. After a promotion, the window is
-// instead the lag of the metadata shipped to the slave. A clean Stop
-// waits up to drainTimeout for pending deliveries and persists, so it
-// causes no duplicates. Delayed records that retention deletes before
+// to the persist of its offset: up to persistEvery (100 ms) plus one
+// fsync of the log and one write of delayOffset.json, plus the replica
+// acknowledgement where the policy waits for one. After a promotion, the
+// window is instead the lag of the metadata shipped to the slave. A clean
+// Stop flushes and persists, so it causes no duplicates. Delayed records that retention deletes before
 // they are delivered are lost (logged), as in RocketMQ.
 package schedule

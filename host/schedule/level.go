@@ -182,6 +182,7 @@ func (l *levelLoop) deliver(res core.GetResult) (time.Duration, error) {
 	seq := l.commit.add(next)
 	l.next = next
 	l.awaitDurable(out[len(out)-1].End(), seq)
+	l.r.wantFlush()
 	return wait, nil
 }
 

@@ -47,6 +47,12 @@ type Config struct {
 	// waits for replicas), done(false) if that could not be established;
 	// done runs once, must not block and may run on any goroutine.
 	Durable func(end int64, done func(ok bool))
+	// Flush, if set, makes the log durable up to what is written (the
+	// store's Flush). The service calls it at most every persistEvery
+	// while deliveries wait for Durable, so that their offsets advance
+	// without waiting for a lazy flush strategy (async flushes a small
+	// write only every 10 s), and once at Stop.
+	Flush func() error
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Due times are compared with it.
@@ -56,8 +62,8 @@ type Config struct {
 // Timing of the service.
 const (
 	// persistEvery is the least time between two writes of the offsets
-	// table: a delivery's offset is persisted within about this long of
-	// becoming durable.
+	// table, and between two Flush calls: a delivery is flushed and its
+	// offset persisted within about this long of its append.
 	persistEvery = 100 * time.Millisecond
 	// idleRecheck is how often an idle level looks at its queue without
 	// being notified (records that arrived by replication, say).
@@ -65,9 +71,6 @@ const (
 	// retryAfter is the wait after a failed read or append, and between
 	// attempts to establish a delivery's durability.
 	retryAfter = time.Second
-	// drainTimeout bounds how long Stop waits for deliveries already
-	// appended to become durable, so their offsets are persisted.
-	drainTimeout = 5 * time.Second
 	// batchCount and batchBytes bound one read of a schedule queue.
 	batchCount = 64
 	batchBytes = 4 << 20
@@ -94,6 +97,7 @@ type runState struct {
 	drained context.CancelFunc // ends durability retries (after the drain)
 	wg      sync.WaitGroup
 	dirty   chan struct{} // offsets changed since last persisted
+	flush   chan struct{} // deliveries wait for durability
 }
 
 // New returns a stopped service.
@@ -120,7 +124,7 @@ func (s *Service) Start() {
 	}
 	loopCtx, stop := context.WithCancel(context.Background())
 	durCtx, drained := context.WithCancel(context.Background())
-	r := &runState{stop: stop, drained: drained, dirty: make(chan struct{}, 1)}
+	r := &runState{stop: stop, drained: drained, dirty: make(chan struct{}, 1), flush: make(chan struct{}, 1)}
 	for i, d := range s.cfg.Levels {
 		r.levels = append(r.levels, s.newLevel(r, int32(i+1), d, durCtx))
 	}
@@ -141,11 +145,13 @@ func (s *Service) Start() {
 	s.log.Info("delay level delivery started", "levels", s.cfg.Levels.String())
 }
 
-// Stop ends the loops, waits up to drainTimeout for deliveries already
-// appended to become durable, and persists the offsets. A delivery still
-// not durable then keeps its old offset: it is delivered again by the next
-// Start (here or on whichever node becomes master). Stop does nothing if
-// the service is not running.
+// Stop ends the loops, flushes the log (Config.Flush) so that deliveries
+// already appended become durable, and persists the offsets. A delivery
+// whose durability is still not established then (a replica has not
+// acknowledged it) keeps its old offset, unless its confirmation arrives
+// later (it is still recorded, and persisted with the store's metadata):
+// it is delivered again by the next Start, here or on whichever node
+// becomes master. Stop does nothing if the service is not running.
 func (s *Service) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -157,11 +163,8 @@ func (s *Service) Stop() {
 	s.run = nil
 	r.stop()
 	r.wg.Wait()
-	deadline := time.Now().Add(drainTimeout)
-	for !r.idle() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 	r.drained()
+	s.flush()
 	if err := s.cfg.Offsets.Persist(); err != nil {
 		s.log.Error("persisting delay offsets at stop", "err", err)
 	}
@@ -196,30 +199,46 @@ func (s *Service) Notify(level int32, end int64) {
 	r.levels[level-1].notify(end)
 }
 
-func (r *runState) idle() bool {
-	for _, l := range r.levels {
-		if !l.commit.idle() {
-			return false
-		}
-	}
-	return true
-}
+func (r *runState) markDirty() { signal(r.dirty) }
 
-func (r *runState) markDirty() {
+// wantFlush asks the persist loop for a flush.
+func (r *runState) wantFlush() { signal(r.flush) }
+
+func signal(c chan struct{}) {
 	select {
-	case r.dirty <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
-// persistLoop persists the offsets table when it changed, at most once
-// every persistEvery.
+func (s *Service) flush() {
+	if s.cfg.Flush == nil {
+		return
+	}
+	if err := s.cfg.Flush(); err != nil {
+		s.log.Warn("flushing delivered delayed messages", "err", err)
+	}
+}
+
+// persistLoop flushes the log when deliveries wait for durability and
+// persists the offsets table when it changed, at most once every
+// persistEvery.
 func (s *Service) persistLoop(ctx context.Context, r *runState) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.dirty:
+		case <-r.flush:
+			s.flush() // confirmations mark the table dirty
+			select {
+			case <-r.dirty:
+			default:
+				if !sleep(ctx, persistEvery) {
+					return
+				}
+				continue
+			}
 		}
 		if err := s.cfg.Offsets.Persist(); err != nil {
 			s.log.Warn("persisting delay offsets", "err", err)

@@ -81,7 +81,7 @@ type sentMsg struct {
 
 func newEnv(t *testing.T, levels Levels) *env {
 	t.Helper()
-	st, err := core.Open(core.Options{Dir: t.TempDir(), FlushInterval: 5 * time.Millisecond})
+	st, err := core.Open(core.Options{Dir: t.TempDir(), FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,7 @@ func (e *env) start(from map[int32]int64) {
 			return e.store.AppendBatch(msgs, nil)
 		},
 		Durable: func(end int64, done func(bool)) { e.store.OnFlushed(end, 5*time.Second, done) },
+		Flush:   func() error { _, err := e.store.Flush(); return err },
 		Logger:  slog.New(slog.DiscardHandler),
 	})
 	e.svc.Start()
