@@ -51,6 +51,9 @@ func (b *Broker) handleHeartbeat(req *Request) *Command {
 		for _, sd := range cd.SubscriptionDataSet {
 			s := parseSubscription(sd.Topic, sd.SubString, sd.ExpressionType)
 			s.SubVersion = sd.SubVersion
+			if s.isSQL() {
+				b.compileHeartbeatSQL(cd.GroupName, s)
+			}
 			m.subs[sd.Topic] = s
 		}
 		// The group's retry topic must have a route (RocketMQ creates it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/meta"
+	"github.com/keelmq/keel/host/filter"
 )
 
 // Pull request sysFlag bits (RocketMQ PullSysFlag).
@@ -27,6 +28,7 @@ type pullHeader struct {
 	suspend        time.Duration
 	subscription   string
 	expressionType string
+	subVersion     int64
 }
 
 func parsePullHeader(cmd *Command) (pullHeader, error) {
@@ -42,6 +44,7 @@ func parsePullHeader(cmd *Command) (pullHeader, error) {
 		suspend:        time.Duration(e.int(64, 0, "suspendTimeoutMillis")) * time.Millisecond,
 		subscription:   e.str("subscription"),
 		expressionType: e.str("expressionType"),
+		subVersion:     e.int(64, 0, "subVersion"),
 	}
 	return h, e.err
 }
@@ -147,6 +150,9 @@ func (b *Broker) handlePull(req *Request) *Command {
 type pullPlan struct {
 	maxMsgs int
 	filter  func(tagsCode int64) bool
+	// sql, when set, is evaluated on each record read (the consume
+	// queue's tags code cannot answer SQL92).
+	sql     *filter.Selector
 	suspend time.Duration // 0: answer at once
 }
 
@@ -161,15 +167,20 @@ func (b *Broker) pullPlan(req *Request, h *pullHeader) (pullPlan, *Command) {
 		return pullPlan{}, NewResponse(req.Cmd, NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.topic))
 	}
 	var sub subscription
-	if h.sysFlag&pullFlagSubscription != 0 && h.subscription != "" {
+	posted := h.sysFlag&pullFlagSubscription != 0 && h.subscription != ""
+	if posted {
 		sub = parseSubscription(h.topic, h.subscription, h.expressionType)
 	} else if s, ok := b.reg.subscription(h.group, h.topic, req.Conn); ok {
 		sub = s
 	}
-	if sub.isSQL() {
-		return pullPlan{}, NewResponse(req.Cmd, SubscriptionParseFailed, fmt.Sprintf("expression type %q is not supported (only TAG)", sub.ExpressionType))
-	}
 	p := pullPlan{maxMsgs: min(max(h.maxMsgs, 1), b.cfg.MaxPullCount), filter: sub.filter()}
+	if sub.isSQL() {
+		sel, resp := sqlSelector(req.Cmd, h.group, sub, posted, h.subVersion, propertyFilterEnabled)
+		if resp != nil {
+			return pullPlan{}, resp
+		}
+		p.sql = sel
+	}
 	if h.sysFlag&pullFlagSuspend != 0 {
 		p.suspend = min(h.suspend, b.cfg.MaxSuspend)
 	}
@@ -199,6 +210,9 @@ func (b *Broker) pullRound(req *Request, h *pullHeader, p pullPlan, acc ReadAcce
 		// Backend reports the failure to operators once.
 		b.log.Debug("remoting: pull read failed", "topic", h.topic, "queue", h.queueID, "offset", h.offset, "err", err)
 		return NewResponse(req.Cmd, SystemError, err.Error()), false
+	}
+	if p.sql != nil {
+		res = filterSQL(res, p.sql)
 	}
 	resp, caughtUp := pullResponse(req, h, res)
 	return resp, caughtUp && p.suspend > 0
