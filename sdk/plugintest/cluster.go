@@ -21,6 +21,7 @@ type cluster struct {
 	p         *promise
 	pol       sdk.ReplicationPolicy
 	ack       storehost.AckPolicy
+	need      int // max(1, pol.WaitReplicas): the replicas an acknowledgement counts
 
 	master *member
 	slaves []*member
@@ -96,8 +97,9 @@ func (c *cluster) startMaster() {
 	m.lc = start(c.t, rp, m.cfg, m.host)
 	c.pol = rp.AckPolicy()
 	c.ack = storehost.NewAckPolicy(sdk.FlushPolicy{}, c.pol)
+	c.need = max(1, c.pol.WaitReplicas)
 	c.p.mu.Lock()
-	c.p.need = max(1, c.pol.WaitReplicas)
+	c.p.need = c.need
 	c.p.mu.Unlock()
 }
 
@@ -155,8 +157,14 @@ func (c *cluster) stopAll() {
 // inSync waits until the master's host counts at least need in-sync
 // replicas (what a waiting ack needs), up to d.
 func (c *cluster) inSync(d time.Duration) bool {
-	need := max(1, c.pol.WaitReplicas)
-	return eventually(d, func() bool { return c.master.e.host.InSync() >= need })
+	deadline := time.Now().Add(d)
+	for eventually(time.Until(deadline), func() bool { return c.master.e.host.InSync() >= c.need }) {
+		time.Sleep(50 * time.Millisecond) // and still after a reconnection's churn
+		if c.master.e.host.InSync() >= c.need {
+			return true
+		}
+	}
+	return false
 }
 
 // converged waits until every slave in ss holds exactly the master's log.

@@ -195,6 +195,13 @@ func (p *promise) describeLocked() string {
 	return strings.Join(parts, ", ")
 }
 
+// counts returns need and the number of reports checked.
+func (p *promise) counts() (need, reports int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.need, p.reports
+}
+
 // held returns the offset below which need replicas hold the master's log
 // now, looking no further than upTo.
 func (p *promise) held(upTo int64) int64 {
