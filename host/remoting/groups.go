@@ -69,6 +69,38 @@ func (b *Broker) handleHeartbeat(req *Request) *Command {
 	return NewResponse(req.Cmd, Success, "")
 }
 
+// checkClientBody is CHECK_CLIENT_CONFIG's body (RocketMQ
+// CheckClientRequestBody).
+type checkClientBody struct {
+	ClientID         string `json:"clientId"`
+	Group            string `json:"group"`
+	SubscriptionData *struct {
+		Topic          string `json:"topic"`
+		SubString      string `json:"subString"`
+		ExpressionType string `json:"expressionType"`
+	} `json:"subscriptionData"`
+}
+
+// handleCheckClientConfig answers CHECK_CLIENT_CONFIG, which Java
+// consumers send at start for each subscription that is not TAG, so that
+// a subscription keel cannot filter by fails the consumer's start: SUCCESS
+// for a TAG subscription or none, otherwise checkClientSQL's answer.
+func (b *Broker) handleCheckClientConfig(req *Request) *Command {
+	var body checkClientBody
+	if err := json.Unmarshal(req.Cmd.Body, &body); err != nil {
+		return NewResponse(req.Cmd, SystemError, fmt.Sprintf("decoding CHECK_CLIENT_CONFIG body: %v", err))
+	}
+	sd := body.SubscriptionData
+	if sd == nil {
+		return NewResponse(req.Cmd, Success, "")
+	}
+	sub := parseSubscription(sd.Topic, sd.SubString, sd.ExpressionType)
+	if !sub.isSQL() {
+		return NewResponse(req.Cmd, Success, "")
+	}
+	return checkClientSQL(req.Cmd, body.Group, sub, propertyFilterEnabled)
+}
+
 func (b *Broker) handleUnregister(req *Request) *Command {
 	e := &extReader{cmd: req.Cmd}
 	clientID := e.str("clientID")

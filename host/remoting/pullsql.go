@@ -67,6 +67,24 @@ func sqlSelector(cmd *Command, group string, sub subscription, posted bool, pull
 	return sel, nil
 }
 
+// checkClientSQL answers CHECK_CLIENT_CONFIG for sub, a subscription
+// that is not TAG, as RocketMQ does: SYSTEM_ERROR when SQL92 filtering is
+// not enabled, SUBSCRIPTION_PARSE_FAILED with the parse error when the
+// type is not SQL92 or the expression does not compile, else SUCCESS.
+func checkClientSQL(cmd *Command, group string, sub subscription, enabled bool) *Command {
+	if !enabled {
+		return NewResponse(cmd, SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
+	}
+	if !strings.EqualFold(sub.ExpressionType, ExpressionSQL92) {
+		return NewResponse(cmd, SubscriptionParseFailed, fmt.Sprintf(
+			"consumer group %s, topic %s: expression type %q is not supported (TAG or SQL92)", group, sub.Topic, sub.ExpressionType))
+	}
+	if _, _, err := sqlFilters.Compile(sub.SubString); err != nil {
+		return NewResponse(cmd, SubscriptionParseFailed, fmt.Sprintf("consumer group %s, topic %s: %v", group, sub.Topic, err))
+	}
+	return NewResponse(cmd, Success, "")
+}
+
 // compileHeartbeatSQL compiles a heartbeat's SQL92 subscription ahead of
 // its pulls and logs, once per distinct expression, one that does not
 // compile: the heartbeat itself succeeds (as in RocketMQ), and every pull

@@ -180,3 +180,42 @@ func TestFilterSQLKeepsInput(t *testing.T) {
 		t.Fatal("everything matched but the result was copied")
 	}
 }
+
+// TestCheckClientConfig: CHECK_CLIENT_CONFIG (a Java consumer's start)
+// succeeds for TAG and for SQL92 that compiles, and fails with
+// SUBSCRIPTION_PARSE_FAILED and the parse error otherwise, or with
+// SYSTEM_ERROR when SQL92 filtering is disabled.
+func TestCheckClientConfig(t *testing.T) {
+	b := NewBroker(BrokerConfig{Logger: quietLogger()}, newFakeBackend())
+	t.Cleanup(b.Close)
+	check := func(body string) *Command {
+		return b.handleCheckClientConfig(&Request{Cmd: &Command{Code: 46, Opaque: 3, Body: []byte(body)}})
+	}
+	const tmpl = `{"clientId":"192.0.2.1@1","group":"GJ","subscriptionData":{"classFilterMode":false,"topic":"T","subString":%q,"expressionType":%q,"tagsSet":[],"codeSet":[],"subVersion":1}}`
+	for _, tc := range []struct {
+		expr, typ string
+		code      int16
+		remark    string
+	}{
+		{"*", "TAG", Success, ""},
+		{"a BETWEEN 0 AND 3", "SQL92", Success, ""},
+		{"a BETWEEN 3 AND 0", "SQL92", SubscriptionParseFailed, "out of order"},
+		{"a", "XPATH", SubscriptionParseFailed, "XPATH"},
+	} {
+		r := check(fmt.Sprintf(tmpl, tc.expr, tc.typ))
+		if r.Code != tc.code || !strings.Contains(r.Remark, tc.remark) || r.Opaque != 3 {
+			t.Errorf("%s %q: code %d %q, want %d with %q", tc.typ, tc.expr, r.Code, r.Remark, tc.code, tc.remark)
+		}
+	}
+	if r := check(`{"clientId":"x","group":"GJ"}`); r.Code != Success {
+		t.Errorf("no subscription: %+v", r)
+	}
+	if r := check(`{`); r.Code != SystemError {
+		t.Errorf("bad body: %+v", r)
+	}
+	sub := subscription{Topic: "T", SubString: "a = 1", ExpressionType: ExpressionSQL92}
+	if r := checkClientSQL(&Command{}, "GJ", sub, false); r.Code != SystemError ||
+		r.Remark != "The broker does not support consumer to filter message by SQL92" {
+		t.Errorf("disabled: %+v", r)
+	}
+}
