@@ -155,15 +155,9 @@ func (s *Service) Start() {
 func (s *Service) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.run
-	if r == nil {
+	if s.detachLocked() == nil {
 		return
 	}
-	s.running.Store(nil)
-	s.run = nil
-	r.stop()
-	r.wg.Wait()
-	r.drained()
 	s.flush()
 	if err := s.cfg.Offsets.Persist(); err != nil {
 		s.log.Error("persisting delay offsets at stop", "err", err)
@@ -171,20 +165,27 @@ func (s *Service) Stop() {
 	s.log.Info("delay level delivery stopped")
 }
 
-// halt ends the run at once, as a crash would: no drain, no persist. For
+// halt ends the run at once, as a crash would: no flush, no persist. For
 // tests.
 func (s *Service) halt() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.detachLocked()
+}
+
+// detachLocked ends the current run's loops and durability retries and
+// returns it; nil when the service is not running. s.mu must be held.
+func (s *Service) detachLocked() *runState {
 	r := s.run
 	if r == nil {
-		return
+		return nil
 	}
 	s.running.Store(nil)
 	s.run = nil
 	r.stop()
-	r.drained()
 	r.wg.Wait()
+	r.drained()
+	return r
 }
 
 // Notify tells the loop of level that a schedule record ending at log

@@ -15,6 +15,16 @@ import (
 // 2 = 2s, 3 = 3s.
 const shortLevels = "store.message_delay_level=1s 2s 3s"
 
+// startShortLevels starts a parallel end-to-end test against keel with
+// the default profile and the shortened level table.
+func startShortLevels(t *testing.T) *keelProc {
+	t.Helper()
+	skipShort(t)
+	t.Parallel()
+	logClientOnFailure(t)
+	return startKeel(t, keelConfig{profile: "default.toml", extra: []string{shortLevels}})
+}
+
 // arrivals records when each body arrived, and its msgIds.
 type arrivals struct {
 	mu   sync.Mutex
@@ -68,10 +78,7 @@ func warmUp(t *testing.T, p sender, a *arrivals, topic string) {
 // (a shortened table: 2s and 3s) reach a push consumer no earlier than
 // due and within 1s after, once each, with the msgId the send returned.
 func TestDelayLevelsArriveWhenDue(t *testing.T) {
-	skipShort(t)
-	t.Parallel()
-	logClientOnFailure(t)
-	k := startKeel(t, keelConfig{profile: "default.toml", extra: []string{shortLevels}})
+	k := startShortLevels(t)
 	const topic, group = "E2E_Delay", "G_Delay"
 	p := newProducer(t, k.Namesrv, "delay-producer")
 	a := newArrivals()
@@ -129,10 +136,7 @@ func TestDelayLevelsArriveWhenDue(t *testing.T) {
 // ConsumeRetryLater comes back after delay level 3 (3s in the shortened
 // table), not at once.
 func TestRetryLaterWaitsDelayLevelThree(t *testing.T) {
-	skipShort(t)
-	t.Parallel()
-	logClientOnFailure(t)
-	k := startKeel(t, keelConfig{profile: "default.toml", extra: []string{shortLevels}})
+	k := startShortLevels(t)
 	const topic, group, body = "E2E_RetryDelay", "G_RetryDelay", "retry-me"
 	p := newProducer(t, k.Namesrv, "retry-delay-producer")
 	var mu sync.Mutex
@@ -175,10 +179,7 @@ func TestRetryLaterWaitsDelayLevelThree(t *testing.T) {
 // every one arrives, and one arrives twice only if it was delivered
 // within the crash window (schedule's package doc) before the kill.
 func TestDelayedMessagesSurviveKill9(t *testing.T) {
-	skipShort(t)
-	t.Parallel()
-	logClientOnFailure(t)
-	k := startKeel(t, keelConfig{profile: "default.toml", extra: []string{shortLevels}})
+	k := startShortLevels(t)
 	const topic, group = "E2E_DelayKill", "G_DelayKill"
 	const delay = 3 * time.Second // level 3
 	const window = time.Second    // 100ms persist interval + fsyncs, with room for a loaded machine
