@@ -46,7 +46,11 @@ type replicaView struct {
 	store    func() *core.Store // nil while the replica's store is closed
 	down     bool
 	downHeld int64 // what it held when it went down
-	verified int64 // [0, verified) equals the master's log
+	// recovered is where its log ended when its store was last reopened:
+	// bytes read back from its disk are durable, though the reopened
+	// store may report a lower flushed offset.
+	recovered int64
+	verified  int64 // [0, verified) equals the master's log
 }
 
 // badRange is acknowledged offsets (from, to] that were not held.
@@ -100,12 +104,14 @@ func (p *promise) setDown(r *replicaView, down bool) {
 		return
 	}
 	r.down = false
-	r.verified = min(r.verified, r.store().Positions().Committed)
+	r.recovered = r.store().Positions().Committed
+	r.verified = min(r.verified, r.recovered)
 }
 
 // truncated: the replica's log was cut back to off.
 func (p *promise) truncated(r *replicaView, off int64) {
 	r.verified = min(r.verified, off) // p.mu held by the caller
+	r.recovered = min(r.recovered, off)
 }
 
 // report checks one ReportReplication of the master; it returns a
@@ -176,7 +182,7 @@ func (p *promise) extendLocked(r *replicaView, upTo int64) int64 {
 	}
 	held := r.verified
 	if p.flushed {
-		held = min(held, rs.Positions().Flushed)
+		held = min(held, max(rs.Positions().Flushed, r.recovered))
 	}
 	return held
 }

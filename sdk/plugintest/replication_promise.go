@@ -201,6 +201,18 @@ func (s *scenario) lostNow() (lost, of int) {
 	return lost, len(ends)
 }
 
+// maxAcked is the end of the last record acknowledged SEND_OK.
+func (s *scenario) maxAcked() int64 {
+	ends := s.got.okEnds()
+	if s.cur != nil {
+		ends = append(ends, s.cur.okEnds()...)
+	}
+	if len(ends) == 0 {
+		return 0
+	}
+	return slices.Max(ends)
+}
+
 func perFault(m map[string]int) string {
 	var parts []string
 	for f, n := range m {
@@ -260,8 +272,9 @@ func faultSlavePowerCut(s *scenario) {
 		lost, of := s.lostNow()
 		switch {
 		case lost > 0 && s.c.o.replicaFlush:
-			s.t.Errorf("fault %q: %d of %d acknowledged records are held by fewer than %d replica(s) after %s lost its unflushed bytes, though its acknowledgements wait for its flush",
-				"power cut", lost, of, s.c.need, cut.name)
+			p := cut.e.store.Positions()
+			s.t.Errorf("fault %q: %d of %d acknowledged records are held by fewer than %d replica(s) after %s lost its unflushed bytes, though its acknowledgements wait for its flush (its recovered log ends at %d, flushed %d; acknowledged up to %d)",
+				"power cut", lost, of, s.c.need, cut.name, p.Committed, p.Flushed, s.maxAcked())
 		default:
 			s.t.Logf("fault %q: %d of %d acknowledged records held by fewer than %d replica(s) after %s lost its unflushed bytes (log now ends at %d)",
 				"power cut", lost, of, s.c.need, cut.name, cut.e.store.Positions().Committed)
