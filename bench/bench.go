@@ -299,9 +299,36 @@ func runCell(ctx context.Context, cfg *matrix.Config, o Options, ld *engine.Load
 	rc := report.Cell{Workload: cell.Workload, Flush: cell.Flush, Replication: cell.Replication, Index: cell.Index, Mode: cell.Mode,
 		BodyBytes: cell.BodyBytes, Producers: cell.Producers, Statuses: map[string]int64{}, RecordBytes: engine.RecordSize(cell.BodyBytes),
 		Plugins: plugins.List()}
+	probes := !o.Skip[PartCeiling] && !cfg.Ceiling.Disabled
+	durable := false
+	if probes {
+		pol, err := ld.FlushPolicy(ctx, plugins.Flush)
+		if err != nil {
+			rc.Status, rc.Note = "error", err.Error()
+			if errors.Is(err, engine.ErrUnavailable) {
+				rc.Status = "skipped"
+			}
+			pr.skip(cfg.Repeats)
+			return rc
+		}
+		durable = pol.WaitFlush
+	}
+	var pair *pairProbe
+	if durable {
+		pair = newPairProbe(cfg, pairDir(o, i), ceil, cell.Producers, rc.RecordBytes)
+	}
 	var runs []*engine.Result
 	for rep := 0; rep < cfg.Repeats; rep++ {
 		pr.step(fmt.Sprintf("cell %s run %d/%d", cell.Key(), rep+1, cfg.Repeats))
+		var probe float64
+		if pair != nil {
+			v, err := pair.probe(ctx)
+			if err != nil {
+				rc.Note = err.Error()
+				pair = nil
+			}
+			probe = v
+		}
 		r, err := engine.Run(ctx, engine.Spec{Cell: cell, Plugins: plugins, Loader: ld, Dir: filepath.Join(o.Scratch, fmt.Sprintf("cell-%d-%d", i, rep)),
 			Warmup: cfg.Warmup.D(), Duration: cfg.Duration.D(), SegmentSize: int64(cfg.SegmentSize), Queues: cfg.Queues})
 		if errors.Is(err, engine.ErrUnavailable) {
@@ -319,6 +346,9 @@ func runCell(ctx context.Context, cfg *matrix.Config, o Options, ld *engine.Load
 		}
 		pr.result(fmt.Sprintf("%s msg/s, p99 %s", human(r.MsgsPerSec), time.Duration(r.Latency.Quantile(0.99))))
 		runs = append(runs, r)
+		if pair != nil {
+			pair.add(probe, r.MsgsPerSec)
+		}
 	}
 	rc.Status = "ok"
 	var mps, cpu, fs, lag, cons []float64
@@ -351,20 +381,22 @@ func runCell(ctx context.Context, cfg *matrix.Config, o Options, ld *engine.Load
 	}
 	rc.CDF = report.ThinCDF(&lat)
 	if ceil != nil {
-		rc.Ceiling, rc.CeilingValue = cellCeiling(ceil, cell, rc.RecordBytes)
+		rc.Ceiling, rc.CeilingValue = cellCeiling(ceil, cell, durable, rc.RecordBytes)
 		if rc.CeilingValue > 0 {
 			rc.CeilingRatio = rc.MsgsPerSec / rc.CeilingValue
 		}
 	}
+	rc.Paired = pair.result()
 	return rc
 }
 
-// cellCeiling names the ceiling a cell is compared with and gives it in
-// messages per second: the group-commit ceiling at the same producer count
-// when acks wait for fdatasync, otherwise the sequential bandwidth divided
-// by the stored record size.
-func cellCeiling(c *ceiling.Result, cell matrix.Cell, recordBytes int) (string, float64) {
-	if cell.Flush == "sync" || cell.Flush == "adaptive" {
+// cellCeiling names the run's ceiling a cell is compared with and gives it
+// in messages per second: the group-commit ceiling at the same producer
+// count when acks wait for fdatasync (durable: the flush policy's
+// WaitFlush), otherwise the sequential bandwidth divided by the stored
+// record size.
+func cellCeiling(c *ceiling.Result, cell matrix.Cell, durable bool, recordBytes int) (string, float64) {
+	if durable {
 		if v := c.GroupPerSec(cell.Producers, recordBytes); v > 0 {
 			return fmt.Sprintf("group commit p%d", cell.Producers), v
 		}

@@ -152,6 +152,14 @@ func TestEndToEnd(t *testing.T) {
 			if c.MsgsPerSecMin > c.MsgsPerSec || c.MsgsPerSec > c.MsgsPerSecMax {
 				t.Errorf("cell %s: median outside its range", c.Key())
 			}
+			// Durable cells (sync flush) carry one ceiling probe per run.
+			if durable := c.Flush == "sync"; durable != (c.Paired != nil) ||
+				durable && (len(c.Paired.Ratio.Runs) != 3 || len(c.Paired.PerSec.Runs) != 3 || c.Paired.Ratio.Min > c.Paired.Ratio.Median || c.Paired.Ratio.Min <= 0) {
+				t.Errorf("cell %s: paired ceiling %+v", c.Key(), c.Paired)
+			}
+			if len(c.Plugins) == 0 || c.Plugins[0].Name != c.Flush {
+				t.Errorf("cell %s: plugins %+v", c.Key(), c.Plugins)
+			}
 		case "skipped":
 			skipped++
 			if c.Mode != "external" {

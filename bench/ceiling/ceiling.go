@@ -213,20 +213,38 @@ func (r *Result) BestSeqMBPerSec() float64 {
 // size closest to recordBytes: the higher median of the two methods, or 0
 // if none was measured for that producer count.
 func (r *Result) GroupPerSec(producers, recordBytes int) float64 {
-	best, bestDiff := 0.0, -1
+	g, _ := r.bestGroup(producers, recordBytes)
+	return g.PerSec.Median
+}
+
+// GroupMethod is the method of the higher group-commit median for
+// producers at the record size closest to recordBytes (what GroupPerSec
+// reports); MethodMmap, the store's, when none was measured or r is nil.
+func (r *Result) GroupMethod(producers, recordBytes int) Method {
+	if r == nil {
+		return MethodMmap
+	}
+	if g, ok := r.bestGroup(producers, recordBytes); ok {
+		return g.Method
+	}
+	return MethodMmap
+}
+
+// bestGroup is the group-commit probe for producers at the record size
+// closest to recordBytes with the higher median of the two methods.
+func (r *Result) bestGroup(producers, recordBytes int) (GroupCommit, bool) {
+	var best GroupCommit
+	bestDiff := -1
 	for _, g := range r.Group {
 		if g.Producers != producers {
 			continue
 		}
 		d := abs(g.RecordBytes - recordBytes)
-		switch {
-		case bestDiff < 0 || d < bestDiff:
-			best, bestDiff = g.PerSec.Median, d
-		case d == bestDiff:
-			best = max(best, g.PerSec.Median)
+		if bestDiff < 0 || d < bestDiff || (d == bestDiff && g.PerSec.Median > best.PerSec.Median) {
+			best, bestDiff = g, d
 		}
 	}
-	return best
+	return best, bestDiff >= 0
 }
 
 // SerialPerSec returns the serial fdatasync rate at the record size

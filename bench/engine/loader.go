@@ -149,6 +149,18 @@ func (l *Loader) Flush(ctx context.Context, p matrix.Plugin) (Runner, error) {
 	return PluginRunner(ctx, fs, cfg, release)
 }
 
+// FlushPolicy is what acks wait for under p: its flush strategy is made,
+// configured, asked and released (an external one's process is started
+// and stopped).
+func (l *Loader) FlushPolicy(ctx context.Context, p matrix.Plugin) (sdk.FlushPolicy, error) {
+	r, err := l.Flush(ctx, p)
+	if err != nil {
+		return sdk.FlushPolicy{}, err
+	}
+	pol := r.Policy()
+	return pol, r.Stop(ctx)
+}
+
 // Index makes p's indexer, configured with DataDir dir, as an Indexer.
 func (l *Loader) Index(ctx context.Context, p matrix.Plugin, dir string) (Indexer, error) {
 	pl, release, err := l.open(ctx, sdk.KindIndex, p)

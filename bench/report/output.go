@@ -64,7 +64,7 @@ func (r *Results) WriteAll(dir string) error {
 var CSVHeader = []string{"workload", "flush", "replication", "index", "mode", "body_bytes", "producers", "status",
 	"msgs_per_sec", "msgs_per_sec_min", "msgs_per_sec_max", "mb_per_sec", "p50_us", "p99_us", "p999_us",
 	"cpu_sec_per_million", "fsyncs_per_sec", "repl_lag_max_bytes", "consume_msgs_per_sec", "e2e_p99_us",
-	"ceiling_ratio", "ceiling", "impl", "note"}
+	"ceiling_ratio", "ceiling", "paired_ratio", "paired_ratio_min", "paired_ratio_max", "impl", "note"}
 
 func f(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
@@ -76,7 +76,7 @@ func (r *Results) WriteCSV(w io.Writer) error {
 		cw.Write([]string{c.Workload, c.Flush, c.Replication, c.Index, c.Mode, strconv.Itoa(c.BodyBytes), strconv.Itoa(c.Producers),
 			c.Status, f(c.MsgsPerSec), f(c.MsgsPerSecMin), f(c.MsgsPerSecMax), f(c.MBPerSec), f(c.P50us), f(c.P99us), f(c.P999us),
 			f(c.CPUSecPerMillion), f(c.FsyncsPerSec), strconv.FormatInt(c.ReplLagMaxBytes, 10), f(c.ConsumeMsgsPerSec), f(c.EndToEndP99us),
-			f(c.CeilingRatio), c.Ceiling, c.Impl, c.Note})
+			f(c.CeilingRatio), c.Ceiling, f(c.Paired.ratio().Median), f(c.Paired.ratio().Min), f(c.Paired.ratio().Max), c.Impl, c.Note})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -176,14 +176,14 @@ func (r *Results) WriteTable(w io.Writer) error {
 	c := r.Ceilings
 	fmt.Fprintf(tw, "CEILINGS\tseq write %.0f MB/s\tserial fdatasync %s/s\tgroup commit %s\n", c.SeqWriteMBPerSec, human(c.SerialFdatasyncPerSec), groupStr(c.GroupCommitPerSec))
 	fmt.Fprintln(tw, "\t\t\t")
-	fmt.Fprintln(tw, "CELL\tSTATUS\tMSGS/S [MIN–MAX]\tMB/S\tP50\tP99\tP99.9\tCPU s/M\tFSYNC/S\tCEILING")
+	fmt.Fprintln(tw, "CELL\tSTATUS\tMSGS/S [MIN–MAX]\tMB/S\tP50\tP99\tP99.9\tCPU s/M\tFSYNC/S\tCEILING\tPAIRED")
 	for _, c := range r.Cells {
 		if c.Status != "ok" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\n", c.Key(), c.Status, truncate(c.Note, 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\n", c.Key(), c.Status, truncate(c.Note, 60))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\tok\t%s\t%.1f\t%s\t%s\t%s\t%.2f\t%.0f\t%s\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax),
-			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, ceilingStr(c))
+		fmt.Fprintf(tw, "%s\tok\t%s\t%.1f\t%s\t%s\t%s\t%.2f\t%.0f\t%s\t%s\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax),
+			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, ceilingStr(c), pairedStr(c))
 	}
 	if len(r.Peers) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
@@ -230,6 +230,15 @@ func ceilingStr(c Cell) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0f%% of %s", 100*c.CeilingRatio, c.Ceiling)
+}
+
+// pairedStr is "82% [79–85%]" of the paired ceiling, or "" without one.
+func pairedStr(c Cell) string {
+	if c.Paired == nil {
+		return ""
+	}
+	r := c.Paired.Ratio
+	return fmt.Sprintf("%.0f%% [%.0f–%.0f%%]", 100*r.Median, 100*r.Min, 100*r.Max)
 }
 
 // connStr is "8 × 32" (connections × depth), or "8" without a depth cap.
@@ -315,19 +324,21 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 
 	p("## Cells\n\n")
 	p("![throughput per combination, ceiling marked](%s%s)\n\n", chartPrefix, FileThroughput)
-	p("| cell | msgs/s [min–max] | MB/s | p50 | p99 | p99.9 | CPU s/M msgs | fsyncs/s | repl lag max | of ceiling | statuses |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("\"of ceiling\" divides the median by the ceiling probed at the start of the run; \"of paired ceiling\" (durable cells: acks wait for a flush) is the median, [min–max], of each run divided by the group-commit probe run just before it.\n\n")
+	p("| cell | msgs/s [min–max] | MB/s | p50 | p99 | p99.9 | CPU s/M msgs | fsyncs/s | repl lag max | of ceiling | of paired ceiling | statuses |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cells {
 		if c.Status != "ok" {
-			p("| `%s` | %s: %s | | | | | | | | | |\n", c.Key(), c.Status, c.Note)
+			p("| `%s` | %s: %s | | | | | | | | | | |\n", c.Key(), c.Status, c.Note)
 			continue
 		}
 		extra := ""
 		if c.Workload == "produce-consume" {
 			extra = fmt.Sprintf(" (consumed %s/s, e2e p99 %s)", human(c.ConsumeMsgsPerSec), us(c.EndToEndP99us))
 		}
-		p("| `%s` | %s%s | %.1f | %s | %s | %s | %.2f | %.0f | %s | %s | %s |\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax), extra,
-			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, sizeStr(c.ReplLagMaxBytes), ceilingStr(c), statusStr(c.Statuses))
+		p("| `%s` | %s%s | %.1f | %s | %s | %s | %.2f | %.0f | %s | %s | %s | %s |\n", c.Key(), rangeStr(c.MsgsPerSec, c.MsgsPerSecMin, c.MsgsPerSecMax), extra,
+			c.MBPerSec, us(c.P50us), us(c.P99us), us(c.P999us), c.CPUSecPerMillion, c.FsyncsPerSec, sizeStr(c.ReplLagMaxBytes), ceilingStr(c), pairedStr(c),
+			statusStr(c.Statuses))
 	}
 	p("\n")
 	if ran := whatRan(r.Cells); len(ran) > 0 {

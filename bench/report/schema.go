@@ -145,6 +145,11 @@ type Cell struct {
 	CeilingRatio float64 `json:"ceiling_ratio"`
 	Ceiling      string  `json:"ceiling,omitempty"`
 	CeilingValue float64 `json:"ceiling_value,omitempty"`
+	// Paired is, for a durable cell (acks wait for a flush) when the
+	// ceiling probes ran, its group-commit ceiling measured right before
+	// each of its runs, so that each ratio compares the same minute of the
+	// disk; nil otherwise.
+	Paired *Paired `json:"paired_ceiling,omitempty"`
 	// Runs are the individual runs.
 	Runs []Run `json:"runs,omitempty"`
 	// CDF is the ack latency distribution over all runs (microseconds,
@@ -155,6 +160,30 @@ type Cell struct {
 // Key identifies the cell like matrix.Cell.Key.
 func (c *Cell) Key() string {
 	return fmt.Sprintf("%s/%s/%s/%s/%s/%dB/p%d", c.Workload, c.Flush, c.Replication, c.Index, c.Mode, c.BodyBytes, c.Producers)
+}
+
+// Paired is a durable cell's ceiling probes, interleaved with its runs
+// (probe, run, probe, run, ...).
+type Paired struct {
+	// Probe names it: "group commit mmap p64 × 172 B" (same producers and
+	// stored record size as the cell; the method that won the run's
+	// ceiling probe).
+	Probe string `json:"probe"`
+	// PerSec is the probe's records/s, one per run in run order, with
+	// median and min–max.
+	PerSec ceiling.Stat `json:"per_sec"`
+	// Ratio is run i's msgs/s over probe i's records/s, per pair in run
+	// order, with median and min–max: the cell's share of the disk it
+	// had at that minute.
+	Ratio ceiling.Stat `json:"ratio"`
+}
+
+// ratio is p's Ratio; the zero Stat for a nil p.
+func (p *Paired) ratio() ceiling.Stat {
+	if p == nil {
+		return ceiling.Stat{}
+	}
+	return p.Ratio
 }
 
 // Run is one run of a cell or peer.
