@@ -32,7 +32,7 @@
 //
 //	store.go          the Store type, Open, the positions and their accessors
 //	options.go        Options, their defaults and validation, the errors
-//	append.go         Append and AppendBatch: encode, assign offsets, copy
+//	append.go         Append and AppendBatch: check topics, encode, assign offsets, copy
 //	prealloc.go       creating the next segment ahead of the writer
 //	segment.go        one mapped commitlog file; listing the commitlog
 //	wbuf.go           the optional write buffer and Commit

@@ -21,4 +21,16 @@
 // Tables are safe for concurrent use. Changes are held in memory until
 // Persist (or Store.PersistAll) writes the tables that changed; the caller
 // decides how often (RocketMQ persists consumer offsets every 5 s).
+//
+// # Files
+//
+//	store.go    Store: the four tables under one directory, Snapshot, Apply
+//	table.go    what every table shares: its file, version, dirty tracking,
+//	            loading, persisting and Apply's validate-then-apply
+//	content.go  the rules the tables share about their content (set, insert,
+//	            delete, version-gated replace, merge by maximum)
+//	topics.go, groups.go, offsets.go, delay.go  one table each
+//	validate.go the name rules and limits (ValidateTopicName)
+//	version.go  DataVersion
+//	atomic.go   WriteFileAtomic and ReadFile
 package meta

@@ -32,6 +32,19 @@
 // like work alike on both. In addition errors.Is(err, ErrNoSpace) matches
 // a full device (ENOSPC, EDQUOT) and errors.Is(err, ErrIO) matches EIO,
 // whether real or injected.
+//
+// # Files
+//
+//	vfs.go            the FS, File and Mapping contracts
+//	os.go             the operating system's filesystem
+//	crashfs.go        CrashFS: the type, its options, counters and capacity
+//	crashfs_names.go  CrashFS's namespace: lookups and the calls on names
+//	crashfs_inode.go  CrashFS's files and directories: sizes, space, durable copies
+//	crashfs_crash.go  the simulated power cut (Crash, CrashWith, DurableContents)
+//	crashfile.go      CrashFS's File and Mapping
+//	raw*.go           CrashFS's copies of file contents, unseen by the race detector
+//	fault.go          injected faults (InjectFault, the fault hook)
+//	killable.go       an FS that can be cut off at once (a killed process)
 package vfs
 
 import (
