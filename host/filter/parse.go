@@ -96,31 +96,21 @@ func (p *parser) selector() (node, error) {
 	return asCondition(n, 0)
 }
 
-func (p *parser) or() (node, error) {
-	l, err := p.and()
-	for err == nil && p.isKeyword("OR") {
-		pos := p.tok.pos
-		var r node
-		if err = p.advance(); err == nil {
-			r, err = p.and()
-		}
-		if err == nil {
-			l, err = logic(l, r, pos, false)
-		}
-	}
-	return l, err
-}
+func (p *parser) or() (node, error)  { return p.chain("OR", p.and) }
+func (p *parser) and() (node, error) { return p.chain("AND", p.equality) }
 
-func (p *parser) and() (node, error) {
-	l, err := p.equality()
-	for err == nil && p.isKeyword("AND") {
+// chain parses operand { keyword operand } (keyword AND or OR), left to
+// right, both sides of each taken as conditions.
+func (p *parser) chain(keyword string, operand func() (node, error)) (node, error) {
+	l, err := operand()
+	for err == nil && p.isKeyword(keyword) {
 		pos := p.tok.pos
 		var r node
 		if err = p.advance(); err == nil {
-			r, err = p.equality()
+			r, err = operand()
 		}
 		if err == nil {
-			l, err = logic(l, r, pos, true)
+			l, err = logic(l, r, pos, keyword == "AND")
 		}
 	}
 	return l, err
