@@ -322,7 +322,20 @@ func faultDivergentTail(s *scenario) {
 	c.p.setFault("divergent tail")
 	c.startMaster()
 	s.hosts = append(s.hosts, c.master.host)
-	for _, sl := range c.slaves {
+	// The old master rejoins first and the others once the new master
+	// has settled with it (caught up from its tail, refused or cut it):
+	// replicas streaming during a catch-up are another scenario.
+	c.startSlave(old)
+	last := int64(-1)
+	eventually(syncWithin, func() bool {
+		time.Sleep(100 * time.Millisecond)
+		f, _ := c.master.e.host.Fenced()
+		cur := c.masterStore().Positions().Committed
+		settled := !f && cur == last
+		last = cur
+		return settled
+	})
+	for _, sl := range others {
 		c.startSlave(sl)
 	}
 	if !c.converged(others, syncWithin) {
