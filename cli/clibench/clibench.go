@@ -22,16 +22,15 @@ import (
 )
 
 // InProcess returns the option that makes `bench` call bench.Main in this
-// process with the arguments after "bench". --help prints the suite's
-// usage and succeeds, as keelbench does. The recovery workload's kill9
-// child re-executes this executable with the same arguments, which reach
-// bench.Main again, where the child is recognised first.
+// process with the arguments after "bench" and the CLI's catalog
+// (bench.WithCatalog): the builtins and every cli.WithPlugin, which the
+// matrix's axes may name as they name a builtin. --help prints the
+// suite's usage and succeeds, as keelbench does. The recovery workload's
+// kill9 child re-executes this executable with the same arguments, which
+// reach bench.Main again, where the child is recognised first.
 func InProcess() cli.Option {
-	return cli.WithBench(func(args []string, _ *host.Catalog) error {
-		// The suite does not take a catalog yet: its cells load the
-		// builtins it knows by name, so the catalog (the builtins and
-		// every cli.WithPlugin) is not handed on.
-		if err := bench.Main(args); err != nil && !errors.Is(err, flag.ErrHelp) {
+	return cli.WithBench(func(args []string, catalog *host.Catalog) error {
+		if err := bench.Main(args, bench.WithCatalog(catalog)); err != nil && !errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return nil

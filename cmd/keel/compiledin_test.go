@@ -62,7 +62,8 @@ addr = %q
 // with echo selectable by name: `profile check` describes it, `serve`
 // runs a master and a slave on it and the master acknowledges a message
 // once the slave holds it (acks wait for one replica), and `bench` runs
-// the suite in the same process (no keelbench anywhere).
+// the suite in the same process (no keelbench anywhere) with echo in its
+// catalog.
 func TestCompiledInBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a keel binary")
@@ -140,13 +141,28 @@ func TestCompiledInBuild(t *testing.T) {
 	})
 
 	t.Run("bench in process", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, exe, "bench", "--help")
-		cmd.Env = append(os.Environ(), "PATH="+t.TempDir()) // no keelbench to execute
-		out, err := cmd.CombinedOutput()
-		if err != nil || !bytes.Contains(out, []byte("-config")) || !bytes.Contains(out, []byte("-skip")) {
+		bench := func(args ...string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe, append([]string{"bench"}, args...)...)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "PATH="+t.TempDir()) // no keelbench to execute
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		if out, err := bench("--help"); err != nil || !strings.Contains(out, "-config") || !strings.Contains(out, "-skip") {
 			t.Errorf("bench --help: %v\n%s", err, out)
+		}
+		// The suite validates the matrix against the CLI's catalog: echo
+		// is one of this build's builtin replication names.
+		matrix := filepath.Join(t.TempDir(), "m.toml")
+		const m = "schema = 1\nname = \"m\"\n[[matrix]]\nname = \"r\"\nworkloads = [\"produce\"]\nflush = [\"async\"]\nreplication = [\"nosuch\"]\n"
+		if err := os.WriteFile(matrix, []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := bench("--config", matrix, "--out", t.TempDir())
+		if err == nil || !strings.Contains(out, `"nosuch" is not one of`) || !strings.Contains(out, `"echo"`) {
+			t.Errorf("bench of a matrix naming an unknown replication: %v\n%s", err, out)
 		}
 	})
 }
