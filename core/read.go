@@ -177,10 +177,6 @@ type GetResult struct {
 	// carries its own queue offset.
 	Data  []byte
 	Sizes []int32
-	// Deprecated: always nil (it cost an allocation per pull and nothing
-	// read it). It goes once sdk/replication/helpers_test.go stops
-	// comparing it.
-	QueueOffsets []int64
 }
 
 // GetMessages reads up to maxCount records (and about maxBytes bytes, at
