@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/bench/matrix"
+	"github.com/keelmq/keel/sdk"
 )
 
 // children lists the processes whose parent is this test process, zombies
@@ -66,8 +67,8 @@ func TestFailedSetUpLeavesNoProcess(t *testing.T) {
 		t.Fatalf("child processes before the run: %v", before)
 	}
 	cell := matrix.Cell{Workload: "produce", Flush: "sync", Replication: "broken", Index: "none", Mode: matrix.ModeExternal, BodyBytes: 16, Producers: 1}
-	flush := matrix.Plugin{Axis: "flush", Name: "sync", Builtin: "sync", Mode: matrix.ModeExternal}
-	repl := matrix.Plugin{Axis: "replication", Name: "broken", Path: notPlugin, Mode: matrix.ModeExternal, Declared: true}
+	flush := matrix.Builtin(sdk.KindFlush, "sync", matrix.ModeExternal)
+	repl := matrix.Plugin{Name: "broken", PluginDecl: matrix.PluginDecl{Kind: "replication", Path: notPlugin, Mode: matrix.ModeExternal}, Declared: true}
 	_, err := Run(context.Background(), Spec{Cell: cell, Plugins: matrix.CellPlugins{Flush: flush, Replication: &repl},
 		Loader: &Loader{PluginDirs: []string{dir}}, Dir: filepath.Join(t.TempDir(), "cell"), Duration: 10 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "broken") {

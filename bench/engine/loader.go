@@ -131,19 +131,31 @@ func benchDefaults(kind sdk.Kind, p matrix.Plugin) map[string]any {
 	return nil
 }
 
-// Flush makes p's flush strategy, configured, as a Runner.
-func (l *Loader) Flush(ctx context.Context, p matrix.Plugin) (Runner, error) {
-	pl, release, err := l.open(ctx, sdk.KindFlush, p)
+// openAs is open and config for a plugin that must implement T: the
+// instance, its sdk.Config for role and its release; on error nothing is
+// left running.
+func openAs[T sdk.Plugin](ctx context.Context, l *Loader, kind sdk.Kind, p matrix.Plugin, role string) (T, sdk.Config, func(), error) {
+	var zero T
+	pl, release, err := l.open(ctx, kind, p)
 	if err != nil {
-		return nil, err
+		return zero, sdk.Config{}, nil, err
 	}
-	fs, ok := pl.(sdk.FlushStrategy)
-	cfg, err := l.config(sdk.KindFlush, p, "master")
+	t, ok := pl.(T)
+	cfg, err := l.config(kind, p, role)
 	if err == nil && !ok {
-		err = fmt.Errorf("flush %q: the plugin is a %T, not an sdk.FlushStrategy", p.Name, pl)
+		err = fmt.Errorf("%s %q: the plugin is a %T, not a %s plugin", kind, p.Name, pl, kind)
 	}
 	if err != nil {
 		release()
+		return zero, sdk.Config{}, nil, err
+	}
+	return t, cfg, release, nil
+}
+
+// Flush makes p's flush strategy, configured, as a Runner.
+func (l *Loader) Flush(ctx context.Context, p matrix.Plugin) (Runner, error) {
+	fs, cfg, release, err := openAs[sdk.FlushStrategy](ctx, l, sdk.KindFlush, p, "master")
+	if err != nil {
 		return nil, err
 	}
 	return PluginRunner(ctx, fs, cfg, release)
@@ -163,24 +175,14 @@ func (l *Loader) FlushPolicy(ctx context.Context, p matrix.Plugin) (sdk.FlushPol
 
 // Index makes p's indexer, configured with DataDir dir, as an Indexer.
 func (l *Loader) Index(ctx context.Context, p matrix.Plugin, dir string) (Indexer, error) {
-	pl, release, err := l.open(ctx, sdk.KindIndex, p)
+	ix, cfg, release, err := openAs[sdk.Indexer](ctx, l, sdk.KindIndex, p, "master")
 	if err != nil {
 		return nil, err
 	}
-	ix, ok := pl.(sdk.Indexer)
-	cfg, err := l.config(sdk.KindIndex, p, "master")
-	if err == nil && !ok {
-		err = fmt.Errorf("index %q: the plugin is a %T, not an sdk.Indexer", p.Name, pl)
-	}
-	if err == nil {
-		cfg.DataDir = dir
-		if err = ix.Configure(ctx, cfg); err != nil {
-			err = fmt.Errorf("configure index %q: %w", p.Name, err)
-		}
-	}
-	if err != nil {
+	cfg.DataDir = dir
+	if err := ix.Configure(ctx, cfg); err != nil {
 		release()
-		return nil, err
+		return nil, fmt.Errorf("configure index %q: %w", p.Name, err)
 	}
 	return PluginIndexer(ix, release), nil
 }
@@ -188,21 +190,7 @@ func (l *Loader) Index(ctx context.Context, p matrix.Plugin, dir string) (Indexe
 // Replication makes p's replication pair (newPluginPair): a master and a
 // slave instance, each made like one plugin.
 func (l *Loader) Replication(ctx context.Context, p matrix.Plugin, env ReplEnv) (Replication, error) {
-	newRepl := func(role string) (sdk.Replicator, sdk.Config, func(), error) {
-		pl, release, err := l.open(ctx, sdk.KindReplication, p)
-		if err != nil {
-			return nil, sdk.Config{}, nil, err
-		}
-		r, ok := pl.(sdk.Replicator)
-		cfg, err := l.config(sdk.KindReplication, p, role)
-		if err == nil && !ok {
-			err = fmt.Errorf("replication %q: the plugin is a %T, not an sdk.Replicator", p.Name, pl)
-		}
-		if err != nil {
-			release()
-			return nil, sdk.Config{}, nil, err
-		}
-		return r, cfg, release, nil
-	}
-	return newPluginPair(p.Name, newRepl, env)
+	return newPluginPair(p.Name, func(role string) (sdk.Replicator, sdk.Config, func(), error) {
+		return openAs[sdk.Replicator](ctx, l, sdk.KindReplication, p, role)
+	}, env)
 }

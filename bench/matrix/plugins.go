@@ -57,33 +57,28 @@ func DefaultCatalog() *host.Catalog { return builtins.Catalog() }
 // Exactly one of path and builtin is given; path requires mode
 // "external". A relative path is relative to the working directory.
 type PluginDecl struct {
-	Kind    string         `toml:"kind"`
-	Builtin string         `toml:"builtin"`
-	Path    string         `toml:"path"`
-	Mode    string         `toml:"mode"`
-	Args    []string       `toml:"args"`
-	Config  map[string]any `toml:"config"`
+	// Kind is the axis: "flush", "replication" or "index".
+	Kind string `toml:"kind" json:"kind"`
+	// Builtin is the catalog name run (empty for a path).
+	Builtin string `toml:"builtin" json:"builtin,omitempty"`
+	// Path is the external binary (empty for a builtin name: see
+	// ModeExternal for the binary then run).
+	Path string `toml:"path" json:"path,omitempty"`
+	// Mode is ModeBuiltin or ModeExternal.
+	Mode string   `toml:"mode" json:"mode"`
+	Args []string `toml:"args" json:"args,omitempty"`
+	// Config is the plugin's own config table (nil: every key at its
+	// default).
+	Config map[string]any `toml:"config" json:"config,omitempty"`
 }
 
 // Plugin is what one axis of a cell runs, resolved from the axis value
 // (Config.Plugin): a builtin name in the cell's mode, or a [plugins]
 // table.
 type Plugin struct {
-	// Axis is the plugin kind: "flush", "replication" or "index".
-	Axis string `json:"axis"`
 	// Name is the axis value: a builtin name or a [plugins] table name.
 	Name string `json:"name"`
-	// Builtin is the catalog name run (empty for a path).
-	Builtin string `json:"builtin,omitempty"`
-	// Path is the external binary (empty for a builtin name: see
-	// ModeExternal for the binary then run).
-	Path string `json:"path,omitempty"`
-	// Mode is ModeBuiltin or ModeExternal.
-	Mode string   `json:"mode"`
-	Args []string `json:"args,omitempty"`
-	// Config is the plugin's own config table (nil: every key at its
-	// default).
-	Config map[string]any `json:"config,omitempty"`
+	PluginDecl
 	// Declared is true when the axis value named a [plugins] table.
 	Declared bool `json:"declared,omitempty"`
 }
@@ -129,9 +124,14 @@ func (c *Config) Plugin(kind sdk.Kind, name, mode string) (p Plugin, ok bool) {
 		return Plugin{}, false
 	}
 	if d, found := c.Plugins[name]; found && d.Kind == string(kind) {
-		return Plugin{Axis: d.Kind, Name: name, Builtin: d.Builtin, Path: d.Path, Mode: d.Mode, Args: d.Args, Config: d.Config, Declared: true}, true
+		return Plugin{Name: name, PluginDecl: d, Declared: true}, true
 	}
-	return Plugin{Axis: string(kind), Name: name, Builtin: name, Mode: mode}, true
+	return Builtin(kind, name, mode), true
+}
+
+// Builtin is the Plugin running the builtin name of kind in mode.
+func Builtin(kind sdk.Kind, name, mode string) Plugin {
+	return Plugin{Name: name, PluginDecl: PluginDecl{Kind: string(kind), Builtin: name, Mode: mode}}
 }
 
 // CellPlugins are what a cell's axes run; Replication and Index are nil
@@ -159,7 +159,7 @@ func (cp CellPlugins) List() []Plugin {
 func Describe(ps []Plugin) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = p.Axis + "=" + p.Label()
+		parts[i] = p.Kind + "=" + p.Label()
 	}
 	return strings.Join(parts, " ")
 }

@@ -161,7 +161,7 @@ type appender struct {
 }
 
 func openAppender(ctx context.Context, spec Spec, fsys vfs.FS) (*appender, error) {
-	runner, err := (&engine.Loader{}).Flush(ctx, matrix.Plugin{Axis: string(sdk.KindFlush), Name: spec.Flush, Builtin: spec.Flush, Mode: matrix.ModeBuiltin})
+	runner, err := (&engine.Loader{}).Flush(ctx, matrix.Builtin(sdk.KindFlush, spec.Flush, matrix.ModeBuiltin))
 	if err != nil {
 		return nil, err
 	}
