@@ -393,9 +393,10 @@ func (n *Node) listen() error {
 	}
 	be := backend{n}
 	n.broker = remoting.NewBroker(remoting.BrokerConfig{
-		AutoCreateTopics: p.Store.AutoCreateTopics,
-		DefaultQueueNums: int32(p.Store.DefaultQueues),
-		Logger:           n.log.With("component", "broker"),
+		AutoCreateTopics:      p.Store.AutoCreateTopics,
+		DefaultQueueNums:      int32(p.Store.DefaultQueues),
+		DisablePropertyFilter: !p.Store.EnablePropertyFilter,
+		Logger:                n.log.With("component", "broker"),
 	}, be)
 	ns := remoting.NewNameServer(remoting.NameServerConfig{
 		AutoCreateTopics: p.Store.AutoCreateTopics,

@@ -40,6 +40,7 @@ func defaults(name string) document {
 			RecoveryTail:           core.DefaultRecoveryTail,
 			StallTimeout:           Duration(core.DefaultStallTimeout),
 			AutoCreateTopics:       true,
+			EnablePropertyFilter:   true,
 			DefaultQueues:          remoting.DefaultQueueNums,
 			MessageDelayLevel:      schedule.DefaultLevels,
 		},

@@ -57,6 +57,10 @@ type StoreConfig struct {
 	StallTimeout Duration `toml:"stall_timeout" comment:"an append stalled this long fails (SERVICE_NOT_AVAILABLE, store busy)"`
 	// AutoCreateTopics creates a topic on its first SEND. Default true.
 	AutoCreateTopics bool `toml:"auto_create_topics" comment:"create topics on first send"`
+	// EnablePropertyFilter evaluates SQL92 subscriptions on the broker
+	// (RocketMQ's enablePropertyFilter, whose default is false). Default
+	// true; false refuses them with SYSTEM_ERROR.
+	EnablePropertyFilter bool `toml:"enable_property_filter" comment:"evaluate SQL92 subscriptions (false refuses them)"`
 	// DefaultQueues is the queue count of an auto-created topic. Default 4
 	// (RocketMQ defaultTopicQueueNums); 1 to 1024.
 	DefaultQueues int `toml:"default_queues" comment:"queues of an auto-created topic"`

@@ -36,6 +36,10 @@ type BrokerConfig struct {
 	AutoCreateTopics bool
 	// DefaultQueueNums is the queue count of auto-created topics; default 4.
 	DefaultQueueNums int32
+	// DisablePropertyFilter turns SQL92 subscriptions off (RocketMQ's
+	// enablePropertyFilter=false): their pulls and CHECK_CLIENT_CONFIG get
+	// SYSTEM_ERROR saying so. The zero value evaluates them.
+	DisablePropertyFilter bool
 	// StoreHost is written into every record's STOREHOST field and so into
 	// offset message ids. The zero value uses the local address of the
 	// connection the message arrived on.
@@ -145,6 +149,7 @@ func (b *Broker) Register(s *Server) {
 	s.Handle(CodeConsumerSendMsgBack, b.handleSendBack)
 	s.Handle(CodeLockBatchMQ, b.handleLockBatch)
 	s.Handle(CodeUnlockBatchMQ, b.handleUnlockBatch)
+	s.Handle(CodeCheckClientConfig, b.handleCheckClientConfig)
 	s.OnConnClose(func(c *Conn) { b.notify(b.reg.removeConn(c)) })
 }
 

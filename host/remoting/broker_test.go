@@ -637,9 +637,9 @@ func TestPullTagFilterFromHeartbeat(t *testing.T) {
 		t.Fatal("subscription in pull ignored")
 	}
 	ext["expressionType"] = "SQL92"
-	ext["subscription"] = "a > 1"
+	ext["subscription"] = "a >"
 	if r := c.call(CodePullMessage, ext, nil); r.Code != SubscriptionParseFailed {
-		t.Fatalf("SQL92: %+v", r)
+		t.Fatalf("SQL92 that does not compile: %+v", r)
 	}
 }
 

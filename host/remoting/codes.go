@@ -34,6 +34,9 @@ const (
 	// CodeNotifyConsumerIDsChanged is NOTIFY_CONSUMER_IDS_CHANGED, sent by
 	// the broker to a group's members when membership changes.
 	CodeNotifyConsumerIDsChanged int16 = 40
+	// CodeCheckClientConfig is CHECK_CLIENT_CONFIG: a Java consumer checks
+	// its subscription (an SQL92 expression compiles) at start.
+	CodeCheckClientConfig int16 = 46
 	// CodeGetRouteInfoByTopic is GET_ROUTEINFO_BY_TOPIC (name server).
 	CodeGetRouteInfoByTopic int16 = 105
 	// CodeGetBrokerClusterInfo is GET_BROKER_CLUSTER_INFO (name server).
@@ -90,6 +93,12 @@ const (
 	QueryNotFound int16 = 22
 	// SubscriptionParseFailed is SUBSCRIPTION_PARSE_FAILED.
 	SubscriptionParseFailed int16 = 23
+	// FilterDataNotExist is FILTER_DATA_NOT_EXIST: the consumer's
+	// heartbeat subscription is SQL92 but did not compile.
+	FilterDataNotExist int16 = 27
+	// FilterDataNotLatest is FILTER_DATA_NOT_LATEST: the pull names a
+	// newer subscription version than the last heartbeat brought.
+	FilterDataNotLatest int16 = 28
 	// SubscriptionNotExist is SUBSCRIPTION_NOT_EXIST.
 	SubscriptionNotExist int16 = 24
 	// SubscriptionNotLatest is SUBSCRIPTION_NOT_LATEST.

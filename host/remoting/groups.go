@@ -98,7 +98,7 @@ func (b *Broker) handleCheckClientConfig(req *Request) *Command {
 	if !sub.isSQL() {
 		return NewResponse(req.Cmd, Success, "")
 	}
-	return checkClientSQL(req.Cmd, body.Group, sub, propertyFilterEnabled)
+	return checkClientSQL(req.Cmd, body.Group, sub, !b.cfg.DisablePropertyFilter)
 }
 
 func (b *Broker) handleUnregister(req *Request) *Command {

@@ -175,7 +175,7 @@ func (b *Broker) pullPlan(req *Request, h *pullHeader) (pullPlan, *Command) {
 	}
 	p := pullPlan{maxMsgs: min(max(h.maxMsgs, 1), b.cfg.MaxPullCount), filter: sub.filter()}
 	if sub.isSQL() {
-		sel, resp := sqlSelector(req.Cmd, h.group, sub, posted, h.subVersion, propertyFilterEnabled)
+		sel, resp := sqlSelector(req.Cmd, h.group, sub, posted, h.subVersion, !b.cfg.DisablePropertyFilter)
 		if resp != nil {
 			return pullPlan{}, resp
 		}

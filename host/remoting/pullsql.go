@@ -9,22 +9,6 @@ import (
 	"github.com/keelmq/keel/host/filter"
 )
 
-// Response codes of SQL92 subscriptions (RocketMQ ResponseCode).
-const (
-	// FilterDataNotExist is FILTER_DATA_NOT_EXIST: the consumer's
-	// heartbeat subscription is SQL92 but did not compile.
-	FilterDataNotExist int16 = 27
-	// FilterDataNotLatest is FILTER_DATA_NOT_LATEST: the pull names a
-	// newer subscription version than the last heartbeat brought.
-	FilterDataNotLatest int16 = 28
-)
-
-// propertyFilterEnabled is RocketMQ's enablePropertyFilter: whether the
-// broker evaluates SQL92 subscriptions. keel evaluates them (RocketMQ's
-// default is false); sqlSelector's enabled argument is where a profile
-// switch would arrive.
-const propertyFilterEnabled = true
-
 // sqlFilters compiles each distinct SQL92 expression once, for heartbeats
 // and pulls alike (a compiled selector is immutable, so every broker of
 // the process may share it).

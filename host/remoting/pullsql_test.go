@@ -219,3 +219,22 @@ func TestCheckClientConfig(t *testing.T) {
 		t.Errorf("disabled: %+v", r)
 	}
 }
+
+// TestCheckClientConfigServed: CHECK_CLIENT_CONFIG reaches its handler over
+// the wire (a Java SQL92 consumer's start), and BrokerConfig's switch turns
+// SQL92 off there as in pulls.
+func TestCheckClientConfigServed(t *testing.T) {
+	body := []byte(`{"clientId":"192.0.2.1@1","group":"GJ","subscriptionData":{"classFilterMode":false,"topic":"T","subString":"a > 1","expressionType":"SQL92","tagsSet":[],"codeSet":[],"subVersion":1}}`)
+	for _, disabled := range []bool{false, true} {
+		e := newBrokerEnv(t, BrokerConfig{AutoCreateTopics: true, DisablePropertyFilter: disabled})
+		c := dialTest(t, e.addr)
+		r := c.call(CodeCheckClientConfig, nil, body)
+		want := Success
+		if disabled {
+			want = SystemError
+		}
+		if r.Code != want {
+			t.Errorf("disabled=%v: CHECK_CLIENT_CONFIG answered %d %q, want %d", disabled, r.Code, r.Remark, want)
+		}
+	}
+}
