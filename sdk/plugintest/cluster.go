@@ -72,6 +72,12 @@ func newCluster(t suiteT, newPlugin func(*testing.T) sdk.Replicator, o options, 
 	for _, s := range c.slaves {
 		c.startSlave(s)
 	}
+	// Registered last, so it runs before the stores close: no replicator
+	// runs, and no report reads a store, once they do.
+	t.Cleanup(func() {
+		c.stopAll()
+		c.p.reset(nil, nil)
+	})
 	return c
 }
 
@@ -146,10 +152,12 @@ func (c *cluster) powerCutSlave(s *member) {
 	c.p.setDown(s.view, false)
 }
 
-// stopAll stops every replicator.
+// stopAll stops every replicator (a crashed one is already stopped).
 func (c *cluster) stopAll() {
 	for _, s := range c.slaves {
-		s.lc.stop()
+		if s.lc != nil {
+			s.lc.stop()
+		}
 	}
 	c.master.lc.stop()
 }

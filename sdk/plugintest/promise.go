@@ -201,6 +201,13 @@ func (p *promise) describeLocked() string {
 	return strings.Join(parts, ", ")
 }
 
+// ackedNow is the highest AckedOffset the current master reported.
+func (p *promise) ackedNow() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked
+}
+
 // counts returns need and the number of reports checked.
 func (p *promise) counts() (need, reports int) {
 	p.mu.Lock()

@@ -168,7 +168,7 @@ func (s *scenario) finish(converge []*member) {
 		s.t.Errorf("replicas did not catch up with the master (at %d) within %v: %s", c.masterStore().Positions().Committed, syncWithin, strings.Join(at, ", "))
 	}
 	c.checkReports(s.hosts)
-	ends := s.got.okEnds()
+	ends := s.acknowledged(s.got.okEnds())
 	if lost := c.p.unheld(ends); len(lost) > 0 {
 		s.t.Errorf("acknowledged but not held by %d replica(s) when acknowledged, per fault (of %d SEND_OK): %s", c.need, len(ends), perFault(lost))
 	}
@@ -189,6 +189,7 @@ func (s *scenario) lostNow() (lost, of int) {
 	if s.cur != nil {
 		ends = append(ends, s.cur.okEnds()...)
 	}
+	ends = s.acknowledged(ends)
 	if len(ends) == 0 {
 		return 0, 0
 	}
@@ -199,6 +200,18 @@ func (s *scenario) lostNow() (lost, of int) {
 		}
 	}
 	return lost, len(ends)
+}
+
+// acknowledged keeps the SEND_OK record ends replication acknowledged:
+// all of them under a policy that waits for replicas; under one that does
+// not (SEND_OK promises nothing about replicas), those below the
+// AckedOffset the master reported.
+func (s *scenario) acknowledged(ends []int64) []int64 {
+	if s.c.pol.WaitReplicas > 0 {
+		return ends
+	}
+	a := s.c.p.ackedNow()
+	return slices.DeleteFunc(ends, func(e int64) bool { return e > a })
 }
 
 // maxAcked is the end of the last record acknowledged SEND_OK.
