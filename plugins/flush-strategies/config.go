@@ -85,15 +85,12 @@ func defaultBufferedConfig() BufferedConfig {
 	}
 }
 
-// invalid returns an error wrapping sdk.ErrInvalidConfig and a
-// *config.Error about key of the plugin's table, pointing at its value.
+// invalid returns an error wrapping sdk.ErrInvalidConfig and the
+// *config.Error about key of the plugin's table that config.ValueError
+// places where the value in force came from (the document's value, the
+// --set override that set it, or a default).
 func invalid(cfg sdk.Config, key, format string, args ...any) error {
-	path := []string{sectionOf(cfg), "config", key}
-	e := &config.Error{File: fileName(cfg), Key: config.FormatKey(path), Msg: fmt.Sprintf(format, args...)}
-	if src, err := config.NewSource(e.File, cfg.Document, ""); err == nil {
-		e.Line, e.Col, _ = src.ValuePos(path)
-	}
-	return &invalidError{e}
+	return &invalidError{config.ValueError(fileName(cfg), cfg.Document, sectionOf(cfg), key, format, args...)}
 }
 
 // invalidError is a configuration problem found after decoding: its text

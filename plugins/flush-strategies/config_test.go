@@ -134,6 +134,20 @@ func TestConfigureInvalid(t *testing.T) {
 	}
 }
 
+// TestConfigureInvalidOverride: a value a --set override set and the
+// strategy rejects is reported against the override, not against the
+// file's line of the key it replaced.
+func TestConfigureInvalidOverride(t *testing.T) {
+	doc := config.WithOverrides([]byte("[flush.config]\ninterval = \"1s\"\n"),
+		[]config.Override{{Arg: "flush.config.interval=0s", Doc: []byte("flush.config.interval = \"0s\"\n")}})
+	s, _ := New(NameAsync)
+	err := s.Configure(bg, sdk.Config{File: "p.toml", Document: doc, Section: "flush"})
+	want := "p.toml: --set flush.config.interval=0s: flush.config.interval: 0s is not allowed: must be > 0"
+	if !errors.Is(err, sdk.ErrInvalidConfig) || err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v, want one wrapping ErrInvalidConfig that begins %q", err, want)
+	}
+}
+
 // TestConfigureKeepsOldOnError: a rejected Configure leaves the previous
 // configuration in force.
 func TestConfigureKeepsOldOnError(t *testing.T) {

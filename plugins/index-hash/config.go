@@ -118,8 +118,9 @@ func (c Config) problems() []problem {
 // cfg.Document strictly over DefaultConfig with sdk.Config.Decode, then
 // validates the result. An unknown key or a value of the wrong type fails
 // with sdk.Config.Decode's error (FILE:LINE:COL, the key's dotted path and
-// what is allowed), a value out of range with an error naming the key
-// and, when the document sets it, its FILE:LINE:COL; both wrap
+// what is allowed), a value out of range with config.ValueError's, placed
+// where the value came from (FILE:LINE:COL of the value, the --set
+// override that set it, or FILE alone for a default); both wrap
 // sdk.ErrInvalidConfig. Keys outside the plugin's table are not
 // its business. An empty Document gives the defaults.
 func DecodeConfig(cfg sdk.Config) (Config, error) {
@@ -135,12 +136,7 @@ func DecodeConfig(cfg sdk.Config) (Config, error) {
 	}
 	var errs []error
 	for _, p := range c.problems() {
-		key := cfg.Section + ".config." + p.key
-		if line, col, ok := config.KeyPosition(cfg.Document, key); ok {
-			errs = append(errs, fmt.Errorf("%s:%d:%d: %s: %s: %w", profileName(cfg), line, col, key, p.msg, sdk.ErrInvalidConfig))
-		} else {
-			errs = append(errs, fmt.Errorf("%s: %s: %s: %w", profileName(cfg), key, p.msg, sdk.ErrInvalidConfig))
-		}
+		errs = append(errs, fmt.Errorf("%w: %w", config.ValueError(profileName(cfg), cfg.Document, cfg.Section, p.key, "%s", p.msg), sdk.ErrInvalidConfig))
 	}
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
