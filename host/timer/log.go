@@ -17,7 +17,7 @@ type timerLog struct {
 	dir     string
 	segSize int64
 
-	mu   sync.RWMutex      // guards segs; appends and reads of buf are the index's (under its lock)
+	mu   sync.RWMutex       // guards segs; appends and reads of buf are the index's (under its lock)
 	segs map[int64]*os.File // base → file
 	end  int64              // position past the last unit, buffered ones included
 	buf  []byte             // units from end-len(buf) not yet written
