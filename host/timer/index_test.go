@@ -34,9 +34,9 @@ func runIndexModel(t *testing.T, seed int64) {
 	}
 	// The "commitlog": timer i is due at dues[i]; queue offset = i.
 	var dues []int64
-	delivered := map[int64]int{}  // timer → durable deliveries
+	delivered := map[int64]int{}    // timer → durable deliveries
 	walkedSince := map[int64]bool{} // delivered after the last save (may repeat)
-	now := int64(0)               // current tick
+	now := int64(0)                 // current tick
 	for step := 0; step < 400; step++ {
 		switch op := rng.Intn(10); {
 		case op < 5: // send some timers
