@@ -1,16 +1,9 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -70,39 +63,23 @@ func (n *Node) loadExternal(ctx context.Context, kind sdk.Kind, path, hash strin
 
 // checkPluginBinary checks, before anything is started, that the binary
 // of an external plugin exists, is an executable file and matches its
-// sha256 pin, and says which profile key to fix when not. (pluginrpc.Dial
-// checks the pin again when it starts the process.)
+// sha256 pin (pluginrpc.CheckBinary), and says which profile key to fix
+// when not. (pluginrpc.Dial checks again when it starts the process.)
 func checkPluginBinary(kind sdk.Kind, path, pin string) error {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s.path: external %s plugin binary %s not found (build it with `make build`, or fix %s.path)", kind, kind, path, kind)
-	}
-	if err != nil {
-		return fmt.Errorf("%s.path: external %s plugin binary %s: %w", kind, kind, path, err)
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s.path: external %s plugin binary %s is not an executable file (mode %s)", kind, kind, path, fi.Mode())
-	}
-	if pin == "" {
+	err := pluginrpc.CheckBinary(path, pin)
+	var ce *pluginrpc.ChecksumError
+	var pe *pluginrpc.PinError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &ce):
+		return fmt.Errorf("%s.sha256: external %s plugin binary %s has sha256 %s but the profile pins %s: it was rebuilt or replaced; if that was intended, set %s.sha256 = %q in the profile, otherwise rebuild it from the source the pin was made for, or do not run it",
+			kind, kind, path, ce.Got, ce.Want, kind, ce.Got)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s.sha256: %w", kind, err)
+	default:
+		return fmt.Errorf("%s.path: external %s %w", kind, kind, err)
 	}
-	want, err := hex.DecodeString(pin)
-	if err != nil || len(want) != sha256.Size {
-		return fmt.Errorf("%s.sha256: %q is not 64 hex digits (the SHA-256 of %s, as `sha256sum` prints it)", kind, pin, path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s.path: external %s plugin binary %s: %w", kind, kind, path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("%s.path: read external %s plugin binary %s: %w", kind, kind, path, err)
-	}
-	if got := h.Sum(nil); !bytes.Equal(got, want) {
-		return fmt.Errorf("%s.sha256: external %s plugin binary %s has sha256 %x but the profile pins %s: it was rebuilt or replaced; if that was intended, set %s.sha256 = \"%x\" in the profile, otherwise do not run it", kind, kind, path, got, strings.ToLower(pin), kind, got)
-	}
-	return nil
 }
 
 // dial starts the process and takes the kind's remote.
@@ -110,7 +87,7 @@ func (sv *supervisor) dial(ctx context.Context) error {
 	c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: sv.path, SHA256: sv.hash,
 		Logger: sv.n.log.With("plugin", sv.path, "kind", sv.kind)})
 	if err != nil {
-		return fmt.Errorf("load external %s plugin %s: %w", sv.kind, sv.path, err)
+		return fmt.Errorf("load external %s plugin: %w", sv.kind, err) // err names the path
 	}
 	var p sdk.Plugin
 	switch sv.kind {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -51,9 +52,11 @@ const defaultStartTimeout = 30 * time.Second
 // version sdk.Version, gRPC only) and asks the binary which plugin kinds
 // and optional interfaces it serves. The process runs until Kill.
 //
-// Errors: a checksum mismatch, a binary that is not a keel plugin or speaks
-// another protocol version, a start timeout, or ctx ending. On error no
-// process is left running.
+// Errors say what to do: a missing binary is a *MissingBinaryError, a
+// digest that differs from the pin a *ChecksumError (both digests), a
+// binary that is not a keel plugin or speaks another protocol version a
+// *HandshakeError; besides them, a start timeout or ctx ending. On error
+// no process is left running.
 func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	if o.Path == "" {
 		return nil, fmt.Errorf("dial plugin: no path")
@@ -63,12 +66,14 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 		logger = slog.Default()
 	}
 	logger = logger.With("plugin_path", o.Path)
+	if err := CheckBinary(o.Path, o.SHA256); err != nil {
+		return nil, fmt.Errorf("dial plugin %s: %w", o.Path, err)
+	}
 	var sec *plugin.SecureConfig
 	if o.SHA256 != "" {
-		sum, err := hex.DecodeString(o.SHA256)
-		if err != nil || len(sum) != sha256.Size {
-			return nil, fmt.Errorf("dial plugin %s: sha256 pin %q is not 64 hex digits", o.Path, o.SHA256)
-		}
+		// Checked again when the process starts (go-plugin's SecureConfig),
+		// in case the file was replaced since.
+		sum, _ := hex.DecodeString(o.SHA256)
 		sec = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
 	timeout := o.StartTimeout
@@ -108,6 +113,13 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	case r := <-ch:
 		if r.err != nil {
 			pc.Kill()
+			if errors.Is(r.err, plugin.ErrChecksumsDoNotMatch) {
+				// Replaced between CheckBinary and the start: say so as
+				// CheckBinary would.
+				if cerr := CheckBinary(o.Path, o.SHA256); cerr != nil {
+					return nil, fmt.Errorf("dial plugin %s: %w", o.Path, cerr)
+				}
+			}
 			return nil, r.err
 		}
 		return r.c, nil
@@ -122,6 +134,9 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 func connect(ctx context.Context, pc *plugin.Client, path string, logger *slog.Logger) (*Client, error) {
 	cp, err := pc.Client()
 	if err != nil {
+		if he := handshakeError(path, err); he != nil {
+			return nil, fmt.Errorf("dial plugin %s: %w", path, he)
+		}
 		return nil, fmt.Errorf("dial plugin %s: %w", path, err)
 	}
 	rpc, ok := cp.(*plugin.GRPCClient)
@@ -138,7 +153,7 @@ func connect(ctx context.Context, pc *plugin.Client, path string, logger *slog.L
 		return nil, fmt.Errorf("dial plugin %s: describe: %w", path, pluginwire.FromStatus(err))
 	}
 	if desc.SdkVersion != sdk.Version {
-		return nil, fmt.Errorf("dial plugin %s: plugin speaks sdk version %d, host %d", path, desc.SdkVersion, sdk.Version)
+		return nil, fmt.Errorf("dial plugin %s: %w", path, &HandshakeError{Path: path, PluginVersion: int(desc.SdkVersion)})
 	}
 	return &Client{pc: pc, rpc: rpc, conn: conn, desc: desc, path: path, log: logger}, nil
 }
