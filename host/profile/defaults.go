@@ -7,6 +7,7 @@ import (
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
+	"github.com/keelmq/keel/host/timer"
 )
 
 // PluginNone is the builtin plugin name that selects no plugin; see Chosen.
@@ -43,6 +44,9 @@ func defaults(name string) document {
 			EnablePropertyFilter:   true,
 			DefaultQueues:          remoting.DefaultQueueNums,
 			MessageDelayLevel:      schedule.DefaultLevels,
+			TimerEnable:            true,
+			TimerMaxDelay:          Duration(timer.DefaultMaxDelay),
+			TimerPrecision:         Duration(timer.DefaultPrecision),
 		},
 		Flush:       PluginSection{Plugin: "async"},
 		Replication: ReplicationSection{Plugin: PluginNone, Role: RoleMaster},

@@ -41,6 +41,9 @@ func TestDefaults(t *testing.T) {
 			EnablePropertyFilter:   true,
 			DefaultQueues:          4,
 			MessageDelayLevel:      "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+			TimerEnable:            true,
+			TimerMaxDelay:          Duration(72 * time.Hour),
+			TimerPrecision:         Duration(time.Second),
 		},
 		Flush:       PluginSection{Plugin: "async"},
 		Replication: ReplicationSection{Plugin: "none", Role: "master"},
@@ -163,7 +166,7 @@ slave_broker_addr = "127.0.0.1:20911"
 // TestErrors checks every kind of error with its exact text: position, key
 // and what is allowed.
 func TestErrors(t *testing.T) {
-	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, enable_property_filter, default_queues, message_delay_level"
+	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, enable_property_filter, default_queues, message_delay_level, timer_enable, timer_max_delay, timer_precision"
 	tests := []struct {
 		name      string
 		doc       string

@@ -70,6 +70,18 @@ type StoreConfig struct {
 	// messageDelayLevel "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m
 	// 30m 1h 2h"; 1 to schedule.MaxLevels entries.
 	MessageDelayLevel string `toml:"message_delay_level" comment:"delay level table, level n = the n-th delay (RocketMQ messageDelayLevel)"`
+	// TimerEnable accepts timer messages (TIMER_DELAY_SEC, TIMER_DELAY_MS,
+	// TIMER_DELIVER_MS; host/timer). Default true (RocketMQ
+	// timerWheelEnable); false refuses them with SYSTEM_ERROR.
+	TimerEnable bool `toml:"timer_enable" comment:"accept timer messages (false refuses them)"`
+	// TimerMaxDelay is the longest timer accepted; a longer one is refused
+	// with MESSAGE_ILLEGAL. Default "72h" (timer.DefaultMaxDelay, RocketMQ
+	// timerMaxDelaySec); timer.CheckSettings bounds it.
+	TimerMaxDelay Duration `toml:"timer_max_delay" comment:"longest timer delay accepted"`
+	// TimerPrecision is the width of a timer wheel slot. Default "1s"
+	// (timer.DefaultPrecision, RocketMQ timerPrecisionMs); 100ms, 200ms,
+	// 500ms or 1s.
+	TimerPrecision Duration `toml:"timer_precision" comment:"timer wheel slot width (100ms, 200ms, 500ms or 1s)"`
 }
 
 // DeleteHours returns the hours of day listed in DeleteWhen. It is valid only

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/host/schedule"
+	"github.com/keelmq/keel/host/timer"
 	"github.com/keelmq/keel/sdk/config"
 )
 
@@ -75,6 +76,11 @@ func (p *Profile) validateStore(fail failFunc) {
 	}
 	if _, err := schedule.ParseLevels(st.MessageDelayLevel); err != nil {
 		fail("store.message_delay_level", "%v", err)
+	}
+	if perr, merr := timer.CheckSettings(time.Duration(st.TimerPrecision), time.Duration(st.TimerMaxDelay)); perr != nil {
+		fail("store.timer_precision", "%v", perr)
+	} else if merr != nil {
+		fail("store.timer_max_delay", "%v", merr)
 	}
 }
 
