@@ -8,6 +8,7 @@ import (
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
 	"github.com/keelmq/keel/host/timer"
+	"github.com/keelmq/keel/host/txn"
 )
 
 // PluginNone is the builtin plugin name that selects no plugin; see Chosen.
@@ -47,6 +48,11 @@ func defaults(name string) document {
 			TimerEnable:            true,
 			TimerMaxDelay:          Duration(timer.DefaultMaxDelay),
 			TimerPrecision:         Duration(timer.DefaultPrecision),
+
+			// Transactions (host/txn).
+			TransactionCheckInterval: Duration(txn.DefaultCheckInterval),
+			TransactionTimeout:       Duration(txn.DefaultTimeout),
+			TransactionCheckMax:      txn.DefaultMaxChecks,
 		},
 		Flush:       PluginSection{Plugin: "async"},
 		Replication: ReplicationSection{Plugin: PluginNone, Role: RoleMaster},

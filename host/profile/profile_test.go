@@ -44,6 +44,11 @@ func TestDefaults(t *testing.T) {
 			TimerEnable:            true,
 			TimerMaxDelay:          Duration(72 * time.Hour),
 			TimerPrecision:         Duration(time.Second),
+
+			// Transactions (host/txn).
+			TransactionCheckInterval: Duration(30 * time.Second),
+			TransactionTimeout:       Duration(6 * time.Second),
+			TransactionCheckMax:      15,
 		},
 		Flush:       PluginSection{Plugin: "async"},
 		Replication: ReplicationSection{Plugin: "none", Role: "master"},
@@ -166,7 +171,7 @@ slave_broker_addr = "127.0.0.1:20911"
 // TestErrors checks every kind of error with its exact text: position, key
 // and what is allowed.
 func TestErrors(t *testing.T) {
-	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, enable_property_filter, default_queues, message_delay_level, timer_enable, timer_max_delay, timer_precision"
+	storeKeys := "dir, segment_size, max_message_size, cq_entries_per_file, file_reserved_time, delete_when, disk_max_used_ratio, disk_clean_forcibly_ratio, disk_warning_ratio, read_cache, check_crc_on_recover, recovery_tail, stall_timeout, auto_create_topics, enable_property_filter, default_queues, message_delay_level, transaction_check_interval, transaction_timeout, transaction_check_max, timer_enable, timer_max_delay, timer_precision"
 	tests := []struct {
 		name      string
 		doc       string
@@ -293,6 +298,10 @@ func TestErrors(t *testing.T) {
 			`profiles/x.toml:3:23: store.message_delay_level: delay level 3 "10x": the unit must be s, m, h or d (as in "10s")`},
 		{"message_delay_level number", "schema = 1\n[store]\nmessage_delay_level = \"1s 0m\"\n", nil,
 			`profiles/x.toml:3:23: store.message_delay_level: delay level 2 "0m": want a positive whole number before the unit (as in "10s")`},
+		{"transaction_check_interval range", "schema = 1\n[store]\ntransaction_check_interval = \"10ms\"\n", nil,
+			`profiles/x.toml:3:30: store.transaction_check_interval: 10ms is out of range (want 100ms to 24h)`},
+		{"transaction_check_max range", "schema = 1\n[store]\ntransaction_check_max = 0\n", nil,
+			`profiles/x.toml:3:25: store.transaction_check_max: 0 is out of range (want 1 to 1000)`},
 		{"message_delay_level empty", "schema = 1\n[store]\nmessage_delay_level = \" \"\n", nil,
 			`profiles/x.toml:3:23: store.message_delay_level: no delay levels (want entries such as "1s 5s 10s")`},
 		{"several validation errors", "schema = 1\n[server]\nmax_connections = 0\ncluster = \"\"\n", nil,

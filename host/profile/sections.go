@@ -70,6 +70,20 @@ type StoreConfig struct {
 	// messageDelayLevel "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m
 	// 30m 1h 2h"; 1 to schedule.MaxLevels entries.
 	MessageDelayLevel string `toml:"message_delay_level" comment:"delay level table, level n = the n-th delay (RocketMQ messageDelayLevel)"`
+	// TransactionCheckInterval is the time between two checks of
+	// undecided transactional messages (RocketMQ's
+	// transactionCheckInterval). Default "30s" (txn.DefaultCheckInterval,
+	// RocketMQ 5.1.1 and later); 100ms to 24h.
+	TransactionCheckInterval Duration `toml:"transaction_check_interval" comment:"time between checks of undecided transactional messages (RocketMQ transactionCheckInterval)"`
+	// TransactionTimeout is how long after its birth a half message is
+	// left to its producer before it is checked, and after which the
+	// producer's own END_TRANSACTION is refused (RocketMQ's
+	// transactionTimeOut). Default "6s" (txn.DefaultTimeout); 100ms to 24h.
+	TransactionTimeout Duration `toml:"transaction_timeout" comment:"a half message older than this is checked with its producer (RocketMQ transactionTimeOut)"`
+	// TransactionCheckMax is how many times a half message is checked
+	// before it is moved to TRANS_CHECK_MAX_TIME_TOPIC (RocketMQ's
+	// transactionCheckMax). Default 15 (txn.DefaultMaxChecks); 1 to 1000.
+	TransactionCheckMax int `toml:"transaction_check_max" comment:"checks of a half message before it is given up (RocketMQ transactionCheckMax)"`
 	// TimerEnable accepts timer messages (TIMER_DELAY_SEC, TIMER_DELAY_MS,
 	// TIMER_DELIVER_MS; host/timer). Default true (RocketMQ
 	// timerWheelEnable); false refuses them with SYSTEM_ERROR.

@@ -77,6 +77,15 @@ func (p *Profile) validateStore(fail failFunc) {
 	if _, err := schedule.ParseLevels(st.MessageDelayLevel); err != nil {
 		fail("store.message_delay_level", "%v", err)
 	}
+	if d := time.Duration(st.TransactionCheckInterval); d < 100*time.Millisecond || d > 24*time.Hour {
+		fail("store.transaction_check_interval", "%s is out of range (want 100ms to 24h)", st.TransactionCheckInterval)
+	}
+	if d := time.Duration(st.TransactionTimeout); d < 100*time.Millisecond || d > 24*time.Hour {
+		fail("store.transaction_timeout", "%s is out of range (want 100ms to 24h)", st.TransactionTimeout)
+	}
+	if st.TransactionCheckMax < 1 || st.TransactionCheckMax > 1000 {
+		fail("store.transaction_check_max", "%d is out of range (want 1 to 1000)", st.TransactionCheckMax)
+	}
 	if perr, merr := timer.CheckSettings(time.Duration(st.TimerPrecision), time.Duration(st.TimerMaxDelay)); perr != nil {
 		fail("store.timer_precision", "%v", perr)
 	} else if merr != nil {
