@@ -124,6 +124,7 @@ type QueryResult struct {
 // the commitlog.
 type Backend interface {
 	TopicTable
+	AdminBackend
 
 	// MaxMessageSize is the largest message body, in bytes, Append
 	// accepts. The broker rejects larger bodies with MESSAGE_ILLEGAL before
@@ -257,4 +258,60 @@ type Backend interface {
 	// redelivered through %RETRY%<group> before it goes to %DLQ%<group>:
 	// the group's configured retryMaxTimes, 16 when unset.
 	MaxReconsumeTimes(group string) int
+}
+
+// AdminBackend is the part of Backend the admin request codes use: the
+// metadata tables exactly as core/meta keeps them (no mirrored types), read
+// as snapshots and changed through core/meta's own validators. A change is
+// persisted before the method returns, so a node that acknowledged it keeps
+// it across a crash, the metadata sync ships it to slaves, and name servers
+// see it at the next route lookup.
+//
+// Errors of the changing methods: an error wrapping meta.ErrInvalid means
+// the configuration breaks a table rule and nothing changed (the broker
+// answers INVALID_PARAMETER); an error wrapping ErrServiceUnavailable means
+// this node takes no metadata changes now (a slave, whose tables are copies
+// of its master's) and nothing changed; any other error is a persist
+// failure: the change is kept in memory and retried by the next persist.
+type AdminBackend interface {
+	// TopicSnapshot returns a copy of the topic table and its version.
+	TopicSnapshot() meta.TopicsSnapshot
+
+	// PutTopic creates the topic t.TopicName or replaces its
+	// configuration with t (an empty TopicFilterType is stored as
+	// meta.FilterSingleTag). The broker has validated the name and the
+	// reserved prefixes; the store validates the rest (meta.TopicConfig's
+	// Validate). Stored messages are kept; queues beyond a lowered
+	// WriteQueueNums simply receive nothing new.
+	PutTopic(t meta.TopicConfig) error
+
+	// DeleteTopic removes the topic called name and every group's
+	// consumer offsets for it, and reports whether the topic existed. Its
+	// stored messages stay in the log until retention removes them.
+	DeleteTopic(name string) (existed bool, err error)
+
+	// SubscriptionGroupSnapshot returns a copy of the subscription group
+	// table and its version.
+	SubscriptionGroupSnapshot() meta.SubscriptionGroupsSnapshot
+
+	// PutSubscriptionGroup creates the group c.GroupName or replaces its
+	// configuration with c, validated by meta.SubscriptionGroupConfig's
+	// Validate.
+	PutSubscriptionGroup(c meta.SubscriptionGroupConfig) error
+
+	// DeleteSubscriptionGroup removes the group called name and reports
+	// whether it existed; with cleanOffsets it also removes the group's
+	// consumer offsets on every topic (whether or not the group existed).
+	DeleteSubscriptionGroup(name string, cleanOffsets bool) (existed bool, err error)
+
+	// ConsumerOffsetSnapshot returns a deep copy of the consumer offset
+	// table and its version.
+	ConsumerOffsetSnapshot() meta.OffsetsSnapshot
+
+	// RuntimeInfo returns GET_BROKER_RUNTIME_INFO's key/value table:
+	// only keys of RocketMQ's table whose value this node knows truly
+	// (brokerVersionDesc, bootTimestamp, commitLogMinOffset,
+	// commitLogMaxOffset, commitLogDiskRatio, dispatchBehindBytes, ...),
+	// each value formatted as RocketMQ formats it. It must not block.
+	RuntimeInfo() map[string]string
 }

@@ -36,6 +36,10 @@ type BrokerConfig struct {
 	AutoCreateTopics bool
 	// DefaultQueueNums is the queue count of auto-created topics; default 4.
 	DefaultQueueNums int32
+	// Transactions decides transactional messages (END_TRANSACTION).
+	// Nil refuses them: a prepared send gets NO_PERMISSION and
+	// END_TRANSACTION REQUEST_CODE_NOT_SUPPORTED.
+	Transactions Transactions
 	// DisablePropertyFilter turns SQL92 subscriptions off (RocketMQ's
 	// enablePropertyFilter=false): their pulls and CHECK_CLIENT_CONFIG get
 	// SYSTEM_ERROR saying so. The zero value evaluates them.
@@ -105,6 +109,8 @@ type Broker struct {
 	log   *slog.Logger
 	reg   *registry
 	locks lockTable
+	// producers is the producer group table (HEART_BEAT producerDataSet).
+	producers *producerTable
 
 	rr   atomic.Uint32
 	stop chan struct{}
@@ -116,7 +122,7 @@ type Broker struct {
 // sweeper.
 func NewBroker(cfg BrokerConfig, be Backend) *Broker {
 	cfg = cfg.withDefaults()
-	b := &Broker{cfg: cfg, be: be, log: cfg.Logger, reg: newRegistry(), stop: make(chan struct{})}
+	b := &Broker{cfg: cfg, be: be, log: cfg.Logger, reg: newRegistry(), producers: newProducerTable(), stop: make(chan struct{})}
 	b.wg.Add(1)
 	go b.sweepLoop()
 	return b
@@ -143,14 +149,17 @@ func (b *Broker) Register(s *Server) {
 	s.Handle(CodeGetMaxOffset, b.handleGetMaxOffset)
 	s.Handle(CodeGetMinOffset, b.handleGetMinOffset)
 	s.Handle(CodeSearchOffsetByTimestamp, b.handleSearchOffset)
-	s.Handle(CodeHeartBeat, b.handleHeartbeat)
+	s.Handle(CodeHeartBeat, b.handleHeartbeatWithProducers)
+	s.Handle(CodeEndTransaction, b.handleEndTransaction)
 	s.Handle(CodeUnregisterClient, b.handleUnregister)
 	s.Handle(CodeGetConsumerListByGroup, b.handleConsumerList)
 	s.Handle(CodeConsumerSendMsgBack, b.handleSendBack)
 	s.Handle(CodeLockBatchMQ, b.handleLockBatch)
 	s.Handle(CodeUnlockBatchMQ, b.handleUnlockBatch)
 	s.Handle(CodeCheckClientConfig, b.handleCheckClientConfig)
+	b.registerAdmin(s)
 	s.OnConnClose(func(c *Conn) { b.notify(b.reg.removeConn(c)) })
+	s.OnConnClose(b.producers.removeConn)
 }
 
 // ConsumerIDs returns the client ids registered in group, sorted.

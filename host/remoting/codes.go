@@ -29,14 +29,49 @@ const (
 	// CodeConsumerSendMsgBack is CONSUMER_SEND_MSG_BACK: a consumer hands a
 	// message back for redelivery.
 	CodeConsumerSendMsgBack int16 = 36
+	// CodeEndTransaction is END_TRANSACTION: a producer commits or rolls
+	// back a transactional message.
+	CodeEndTransaction int16 = 37
 	// CodeGetConsumerListByGroup is GET_CONSUMER_LIST_BY_GROUP.
 	CodeGetConsumerListByGroup int16 = 38
+	// CodeCheckTransactionState is CHECK_TRANSACTION_STATE, sent by the
+	// broker to a producer about an undecided transactional message.
+	CodeCheckTransactionState int16 = 39
 	// CodeNotifyConsumerIDsChanged is NOTIFY_CONSUMER_IDS_CHANGED, sent by
 	// the broker to a group's members when membership changes.
 	CodeNotifyConsumerIDsChanged int16 = 40
 	// CodeCheckClientConfig is CHECK_CLIENT_CONFIG: a Java consumer checks
 	// its subscription (an SQL92 expression compiles) at start.
 	CodeCheckClientConfig int16 = 46
+	// CodeUpdateAndCreateTopic is UPDATE_AND_CREATE_TOPIC (admin).
+	CodeUpdateAndCreateTopic int16 = 17
+	// CodeGetAllTopicConfig is GET_ALL_TOPIC_CONFIG (admin).
+	CodeGetAllTopicConfig int16 = 21
+	// CodeGetBrokerRuntimeInfo is GET_BROKER_RUNTIME_INFO (admin).
+	CodeGetBrokerRuntimeInfo int16 = 28
+	// CodeGetAllConsumerOffset is GET_ALL_CONSUMER_OFFSET (admin).
+	CodeGetAllConsumerOffset int16 = 43
+	// CodeUpdateAndCreateSubscriptionGroup is
+	// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (admin).
+	CodeUpdateAndCreateSubscriptionGroup int16 = 200
+	// CodeGetAllSubscriptionGroupConfig is GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+	// (admin).
+	CodeGetAllSubscriptionGroupConfig int16 = 201
+	// CodeGetTopicStatsInfo is GET_TOPIC_STATS_INFO (admin).
+	CodeGetTopicStatsInfo int16 = 202
+	// CodeGetConsumerConnectionList is GET_CONSUMER_CONNECTION_LIST (admin).
+	CodeGetConsumerConnectionList int16 = 203
+	// CodeGetAllTopicListFromNameServer is
+	// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (name server).
+	CodeGetAllTopicListFromNameServer int16 = 206
+	// CodeDeleteSubscriptionGroup is DELETE_SUBSCRIPTIONGROUP (admin).
+	CodeDeleteSubscriptionGroup int16 = 207
+	// CodeGetConsumeStats is GET_CONSUME_STATS (admin).
+	CodeGetConsumeStats int16 = 208
+	// CodeDeleteTopicInBroker is DELETE_TOPIC_IN_BROKER (admin).
+	CodeDeleteTopicInBroker int16 = 215
+	// CodeDeleteTopicInNameServer is DELETE_TOPIC_IN_NAMESRV (name server).
+	CodeDeleteTopicInNameServer int16 = 216
 	// CodeGetRouteInfoByTopic is GET_ROUTEINFO_BY_TOPIC (name server).
 	CodeGetRouteInfoByTopic int16 = 105
 	// CodeGetBrokerClusterInfo is GET_BROKER_CLUSTER_INFO (name server).
@@ -105,4 +140,13 @@ const (
 	SubscriptionNotLatest int16 = 25
 	// SubscriptionGroupNotExist is SUBSCRIPTION_GROUP_NOT_EXIST.
 	SubscriptionGroupNotExist int16 = 26
+	// IllegalOperation is ILLEGAL_OPERATION: END_TRANSACTION came after
+	// the transaction timeout.
+	IllegalOperation int16 = 604
+	// InvalidParameter is INVALID_PARAMETER: an admin request named a bad
+	// topic or group, or a configuration breaking a table rule.
+	InvalidParameter int16 = 29
+	// ConsumerNotOnline is CONSUMER_NOT_ONLINE: the group has no live
+	// consumer.
+	ConsumerNotOnline int16 = 206
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/keelmq/keel/core/meta"
@@ -41,6 +42,8 @@ type BrokerIdentity struct {
 // address that changes at run time is picked up at once.
 type RouteSource interface {
 	TopicTable
+	// TopicSnapshot returns a copy of the topic table (see AdminBackend).
+	TopicSnapshot() meta.TopicsSnapshot
 	// Identity returns the broker's identity.
 	Identity() BrokerIdentity
 }
@@ -60,8 +63,9 @@ type NameServerConfig struct {
 }
 
 // NameServer answers the name-server requests of RocketMQ clients for a
-// single broker (or master/slave pair): GET_ROUTEINFO_BY_TOPIC and
-// GET_BROKER_CLUSTER_INFO. Register it on a Server with Register.
+// single broker (or master/slave pair): GET_ROUTEINFO_BY_TOPIC,
+// GET_BROKER_CLUSTER_INFO, GET_ALL_TOPIC_LIST_FROM_NAMESERVER and
+// DELETE_TOPIC_IN_NAMESRV. Register it on a Server with Register.
 type NameServer struct {
 	cfg NameServerConfig
 	src RouteSource
@@ -83,6 +87,8 @@ func NewNameServer(cfg NameServerConfig, src RouteSource) *NameServer {
 func (n *NameServer) Register(s *Server) {
 	s.Handle(CodeGetRouteInfoByTopic, n.handleRoute)
 	s.Handle(CodeGetBrokerClusterInfo, n.handleClusterInfo)
+	s.Handle(CodeGetAllTopicListFromNameServer, n.handleTopicList)
+	s.Handle(CodeDeleteTopicInNameServer, n.handleDeleteTopic)
 }
 
 // The identity a broker has when none is configured: RocketMQ's
@@ -233,4 +239,45 @@ func (n *NameServer) handleClusterInfo(req *Request) *Command {
 	resp := NewResponse(req.Cmd, Success, "")
 	resp.Body = compactJSON(ci)
 	return resp
+}
+
+// topicList is GET_ALL_TOPIC_LIST_FROM_NAMESERVER's body (RocketMQ's
+// TopicList; brokerAddr is null there, so left out). rocketmq-client-go
+// decodes it with encoding/json.
+type topicList struct {
+	TopicList []string `json:"topicList"`
+}
+
+// handleTopicList is GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic
+// with a route, sorted, retry and dead-letter topics included as RocketMQ
+// lists them.
+func (n *NameServer) handleTopicList(req *Request) *Command {
+	s := n.src.TopicSnapshot()
+	names := make([]string, 0, len(s.Topics))
+	for name := range s.Topics {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	resp := NewResponse(req.Cmd, Success, "")
+	resp.Body = compactJSON(topicList{names})
+	return resp
+}
+
+// handleDeleteTopic is DELETE_TOPIC_IN_NAMESRV (216): header topic
+// (required) and clusterName. A keel name server's routes are its
+// broker's own topic table, so a topic's route is gone as soon as
+// DELETE_TOPIC_IN_BROKER removed the topic (RocketMQ's admin tools send
+// that first); this answer changes nothing. It cannot hide a topic its
+// broker still has, any more than RocketMQ can for longer than the
+// broker's next registration.
+func (n *NameServer) handleDeleteTopic(req *Request) *Command {
+	e := &extReader{cmd: req.Cmd}
+	topic := e.required("topic")
+	if e.err != nil {
+		return NewResponse(req.Cmd, SystemError, "decoding DELETE_TOPIC_IN_NAMESRV header: "+e.err.Error())
+	}
+	if _, ok := n.src.Topic(topic); ok {
+		n.log.Info("remoting: DELETE_TOPIC_IN_NAMESRV for a topic its broker still has; its route stays", "topic", topic)
+	}
+	return NewResponse(req.Cmd, Success, "")
 }

@@ -1,0 +1,66 @@
+package remoting
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/keelmq/keel/core/meta"
+)
+
+// registerAdmin installs the broker's admin request codes (topics,
+// subscription groups, offsets and statistics; RocketMQ's
+// AdminBrokerProcessor) on s.
+func (b *Broker) registerAdmin(s *Server) {
+	s.Handle(CodeUpdateAndCreateTopic, b.handleUpdateAndCreateTopic)
+	s.Handle(CodeDeleteTopicInBroker, b.handleDeleteTopicInBroker)
+	s.Handle(CodeGetAllTopicConfig, b.handleGetAllTopicConfig)
+	s.Handle(CodeGetTopicStatsInfo, b.handleGetTopicStatsInfo)
+	s.Handle(CodeUpdateAndCreateSubscriptionGroup, b.handleUpdateAndCreateSubscriptionGroup)
+	s.Handle(CodeGetAllSubscriptionGroupConfig, b.handleGetAllSubscriptionGroupConfig)
+	s.Handle(CodeDeleteSubscriptionGroup, b.handleDeleteSubscriptionGroup)
+	s.Handle(CodeGetAllConsumerOffset, b.handleGetAllConsumerOffset)
+	s.Handle(CodeGetConsumeStats, b.handleGetConsumeStats)
+	s.Handle(CodeGetConsumerConnectionList, b.handleGetConsumerConnectionList)
+	s.Handle(CodeGetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo)
+}
+
+// adminError answers a failed admin change: INVALID_PARAMETER for a
+// configuration breaking a table rule (meta.ErrInvalid), otherwise the
+// code errorCodes gives the Backend's error; the remark says what was
+// being done.
+func adminError(req *Request, what string, err error) *Command {
+	if errors.Is(err, meta.ErrInvalid) {
+		return NewResponse(req.Cmd, InvalidParameter, what+": "+err.Error())
+	}
+	code, remark := errorResponse(err)
+	return NewResponse(req.Cmd, code, what+": "+remark)
+}
+
+// checkAdminTopic is the rule for a topic an admin request creates,
+// changes or deletes: a valid name that is not a system topic (the topics
+// clients may not send to, and TBW102). Errors wrap meta.ErrInvalid.
+func checkAdminTopic(name string) error {
+	if err := meta.ValidateTopicName(name); err != nil {
+		return err
+	}
+	if forbiddenSendTopics[name] || name == AutoCreateTopicKey {
+		return fmt.Errorf("%w: %s is a system topic", meta.ErrInvalid, name)
+	}
+	return nil
+}
+
+// jsonResponse answers SUCCESS with v as a compact JSON body.
+func jsonResponse(req *Request, v any) *Command {
+	resp := NewResponse(req.Cmd, Success, "")
+	resp.Body = compactJSON(v)
+	return resp
+}
+
+// brokerName is the broker name queue keys carry: the Backend's identity
+// when it is also a RouteSource (the host's is), else DefaultBrokerName.
+func (b *Broker) brokerName() string {
+	if rs, ok := b.be.(interface{ Identity() BrokerIdentity }); ok {
+		return rs.Identity().withDefaults().Name
+	}
+	return DefaultBrokerName
+}
