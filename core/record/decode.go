@@ -157,21 +157,22 @@ func scan(b []byte, checkCRC bool) (l layout, blank bool, claimed int, err error
 	default:
 		return l, false, 0, fmt.Errorf("record: magic 0x%08X: %w", l.magic, ErrBadMagic)
 	}
-	l, claimed, err = scanMessage(b, l, checkCRC)
+	claimed, err = scanMessage(b, &l, checkCRC)
 	return l, false, claimed, err
 }
 
 // scanMessage validates the message record at b[0:] whose TOTALSIZE and
-// magic code scan has read into l, and completes l. claimed is as for
-// scan.
-func scanMessage(b []byte, l layout, checkCRC bool) (_ layout, claimed int, err error) {
+// magic code scan has read into l, and completes l (through a pointer: the
+// dispatcher and recovery scan every record, and copying the layout in and
+// out showed in their profiles). claimed is as for scan.
+func scanMessage(b []byte, l *layout, checkCRC bool) (claimed int, err error) {
 	be := binary.BigEndian
 	n, total := len(b), l.total
 	if total < MinRecordSize || total > MaxRecordSize {
-		return l, 0, fmt.Errorf("record: TOTALSIZE %d outside [%d, %d]: %w", total, MinRecordSize, MaxRecordSize, ErrBadSize)
+		return 0, fmt.Errorf("record: TOTALSIZE %d outside [%d, %d]: %w", total, MinRecordSize, MaxRecordSize, ErrBadSize)
 	}
 	if n < posSysFlag+4 {
-		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	l.sysFlag = int32(be.Uint32(b[posSysFlag:]))
 	blp := bodyLenPos(l.sysFlag)
@@ -182,66 +183,66 @@ func scanMessage(b []byte, l layout, checkCRC bool) (_ layout, claimed int, err 
 	// Smallest possible record with this layout: empty body and
 	// properties, 1-byte topic.
 	if least := blp + 4 + topicLenSize + 1 + 2; total < least {
-		return l, 0, fmt.Errorf("record: TOTALSIZE %d below %d for SYSFLAG 0x%X: %w", total, least, l.sysFlag, ErrBadSize)
+		return 0, fmt.Errorf("record: TOTALSIZE %d below %d for SYSFLAG 0x%X: %w", total, least, l.sysFlag, ErrBadSize)
 	}
 	if n < blp+4 {
-		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	if err := checkPorts(b, l.sysFlag); err != nil {
-		return l, 0, err
+		return 0, err
 	}
 	bodyLen := int32(be.Uint32(b[blp:]))
 	if bodyLen < 0 {
-		return l, 0, fmt.Errorf("record: BODYLEN %d: %w", bodyLen, ErrBadField)
+		return 0, fmt.Errorf("record: BODYLEN %d: %w", bodyLen, ErrBadField)
 	}
 	l.bodyPos = blp + 4
 	l.bodyLen = int(bodyLen)
 	tlp := l.bodyPos + l.bodyLen
 	if tlp+topicLenSize+1+2 > total {
-		return l, 0, fmt.Errorf("record: BODYLEN %d does not fit TOTALSIZE %d: %w", bodyLen, total, ErrLengthMismatch)
+		return 0, fmt.Errorf("record: BODYLEN %d does not fit TOTALSIZE %d: %w", bodyLen, total, ErrLengthMismatch)
 	}
 	if n < tlp+topicLenSize {
-		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	if topicLenSize == 1 {
 		l.topicLen = int(b[tlp])
 		if l.topicLen == 0 || l.topicLen > MaxTopicLengthV1 {
-			return l, 0, fmt.Errorf("record: V1 topic length %d: %w", l.topicLen, ErrBadField)
+			return 0, fmt.Errorf("record: V1 topic length %d: %w", l.topicLen, ErrBadField)
 		}
 	} else {
 		tl := int16(be.Uint16(b[tlp:]))
 		if tl <= 0 {
-			return l, 0, fmt.Errorf("record: V2 topic length %d: %w", tl, ErrBadField)
+			return 0, fmt.Errorf("record: V2 topic length %d: %w", tl, ErrBadField)
 		}
 		l.topicLen = int(tl)
 	}
 	l.topicPos = tlp + topicLenSize
 	plp := l.topicPos + l.topicLen
 	if plp+2 > total {
-		return l, 0, fmt.Errorf("record: topic length %d does not fit TOTALSIZE %d: %w", l.topicLen, total, ErrLengthMismatch)
+		return 0, fmt.Errorf("record: topic length %d does not fit TOTALSIZE %d: %w", l.topicLen, total, ErrLengthMismatch)
 	}
 	if n < plp+2 {
-		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	pl := int16(be.Uint16(b[plp:]))
 	if pl < 0 {
-		return l, 0, fmt.Errorf("record: properties length %d: %w", pl, ErrBadField)
+		return 0, fmt.Errorf("record: properties length %d: %w", pl, ErrBadField)
 	}
 	l.propPos = plp + 2
 	l.propLen = int(pl)
 	if end := l.propPos + l.propLen; end != total {
-		return l, 0, fmt.Errorf("record: fields end at %d, TOTALSIZE is %d: %w", end, total, ErrLengthMismatch)
+		return 0, fmt.Errorf("record: fields end at %d, TOTALSIZE is %d: %w", end, total, ErrLengthMismatch)
 	}
 	if n < total {
-		return l, total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
+		return total, fmt.Errorf("record: %d of %d bytes: %w", n, total, ErrIncomplete)
 	}
 	if checkCRC {
 		want := be.Uint32(b[posBodyCRC:])
 		if got := crc32.ChecksumIEEE(b[l.bodyPos:l.bodyPos+l.bodyLen]) & 0x7FFFFFFF; got != want {
-			return l, 0, fmt.Errorf("record: BODYCRC 0x%08X, body has 0x%08X: %w", want, got, ErrBadCRC)
+			return 0, fmt.Errorf("record: BODYCRC 0x%08X, body has 0x%08X: %w", want, got, ErrBadCRC)
 		}
 	}
-	return l, total, nil
+	return total, nil
 }
 
 // checkPorts checks the two port fields of the record at b[0:] (long enough
