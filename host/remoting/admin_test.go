@@ -199,3 +199,10 @@ func TestAdminTopicRefusals(t *testing.T) {
 		t.Errorf("create on a node refusing changes: %d %q", resp.Code, resp.Remark)
 	}
 }
+
+// regexpClientAddr masks the ephemeral client address of a connection
+// list.
+var regexpClientAddr = regexp.MustCompile(`"clientAddr":"[^"]*"`)
+
+// regexpSubVersion masks a subscription's version (a timestamp).
+var regexpSubVersion = regexp.MustCompile(`"subVersion":[0-9]+`)
