@@ -2,12 +2,14 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/replication"
 )
 
 // DurabilityRow is one line of a profile's durability table.
@@ -16,20 +18,85 @@ type DurabilityRow struct {
 	Answer   string
 }
 
-// Durability answers, for the policies a profile's plugins declared: when
-// the producer's ack is sent, and what survives a process crash, a power
-// loss and the loss of the master. role is replication.role; flushName
-// names the flush plugin (profile.PluginName); replicated says whether the
-// [replication] section selects a plugin (profile.Chosen). The benchmark
-// measures these claims (recovery workload: acked messages lost per crash
-// kind).
-func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flushName string, replicated bool) []DurabilityRow {
+// Replication is what the loaded replication plugin declares about
+// itself, as the durability table reads it: nothing is assumed from the
+// plugin's name, and builtin, compiled-in and external plugins are read
+// the same way.
+type Replication struct {
+	// Policy is the plugin's AckPolicy (zero on a slave, which acks
+	// nothing itself).
+	Policy sdk.ReplicationPolicy
+	// Promotes: the plugin implements sdk.Promoter, so keel admin promote
+	// can make this node (a slave) the master. For an external plugin its
+	// handshake says so.
+	Promotes bool
+	// ReplicaAck is what a replica's acknowledgement means:
+	// replication.AckReceived (the replica appended the bytes, in its page
+	// cache), replication.AckFlushed (it fsynced them first), or "" when
+	// the plugin does not say. A plugin says it with an "ack_on" member of
+	// its sdk.StatusReporter object, as sdk/replication's Node does;
+	// sdk.ReplicationPolicy has no field for it.
+	ReplicaAck string
+}
+
+// declaredReplication reads what r (the configured replicator, nil for
+// none) declares; policy is the AckPolicy the node uses.
+func declaredReplication(ctx context.Context, r sdk.Replicator, policy sdk.ReplicationPolicy) Replication {
+	d := Replication{Policy: policy}
+	if r == nil {
+		return d
+	}
+	if e, ok := r.(*extRepl); ok {
+		d.Promotes = e.promotes()
+	} else {
+		_, d.Promotes = r.(sdk.Promoter)
+	}
+	if sr, ok := r.(sdk.StatusReporter); ok {
+		if b, err := sr.Status(ctx); err == nil {
+			var st struct {
+				AckOn string `json:"ack_on"`
+			}
+			if json.Unmarshal(b, &st) == nil && (st.AckOn == replication.AckReceived || st.AckOn == replication.AckFlushed) {
+				d.ReplicaAck = st.AckOn
+			}
+		}
+	}
+	return d
+}
+
+// notSaid is the table's answer where the plugin declares nothing.
+const notSaid = "the plugin does not say"
+
+// replicaHolds says what a replica's acknowledgement means.
+func (r Replication) replicaHolds() string {
+	switch r.ReplicaAck {
+	case replication.AckFlushed:
+		return "a replica acknowledges after fsyncing the bytes"
+	case replication.AckReceived:
+		return "a replica acknowledges on receipt, before any fsync"
+	}
+	return "whether a replica acknowledges on receipt or after fsync, " + notSaid
+}
+
+// noPromote says that the replicator cannot promote a slave.
+const noPromote = "the replicator cannot promote a slave (it does not implement sdk.Promoter; keel admin promote answers not supported)"
+
+// Durability answers, for what a profile's plugins declared: when the
+// producer's ack is sent, and what survives a process crash, a power loss
+// and the loss of the master, and what consumers see. role is
+// replication.role; flushName names the flush plugin (profile.PluginName);
+// replicated says whether the [replication] section selects a plugin
+// (profile.Chosen). Where the plugin declares nothing about something the
+// answer says so (notSaid) rather than guessing. The benchmark measures
+// these claims (recovery workload: acked messages lost per crash kind).
+func Durability(role string, fp sdk.FlushPolicy, r Replication, flushName string, replicated bool) []DurabilityRow {
+	rp := r.Policy
 	var ack []string
 	if fp.WaitFlush {
 		ack = append(ack, fmt.Sprintf("after fdatasync on this machine (FLUSH_DISK_TIMEOUT after %s, message kept)", fp.Timeout))
 	}
 	if rp.WaitReplicas > 0 {
-		ack = append(ack, fmt.Sprintf("after %d replica(s) acknowledged it (FLUSH_SLAVE_TIMEOUT after %s; SLAVE_NOT_AVAILABLE at once with fewer in sync)", rp.WaitReplicas, rp.Timeout))
+		ack = append(ack, fmt.Sprintf("after %d replica(s) acknowledged it (FLUSH_SLAVE_TIMEOUT after %s; SLAVE_NOT_AVAILABLE at once with fewer in sync; %s)", rp.WaitReplicas, rp.Timeout, r.replicaHolds()))
 	}
 	if len(ack) == 0 {
 		ack = append(ack, "as soon as it is written to the page cache (no durability wait)")
@@ -40,29 +107,47 @@ func Durability(role string, fp sdk.FlushPolicy, rp sdk.ReplicationPolicy, flush
 	switch {
 	case fp.WaitFlush:
 		rows = append(rows, DurabilityRow{"power loss", "every acknowledged message (it was fsynced before the ack)"})
-	case rp.WaitReplicas > 0:
+	case rp.WaitReplicas > 0 && r.ReplicaAck == replication.AckFlushed:
+		rows = append(rows, DurabilityRow{"power loss", fmt.Sprintf("on this machine, only what the %s flush strategy had flushed; acknowledged messages are also fsynced on %d replica(s)", flushName, rp.WaitReplicas)})
+	case rp.WaitReplicas > 0 && r.ReplicaAck == replication.AckReceived:
 		rows = append(rows, DurabilityRow{"power loss", fmt.Sprintf("on this machine, only what the %s flush strategy had flushed; acknowledged messages are also on %d replica(s) unless they lose power at the same time", flushName, rp.WaitReplicas)})
+	case rp.WaitReplicas > 0:
+		rows = append(rows, DurabilityRow{"power loss", fmt.Sprintf("on this machine, only what the %s flush strategy had flushed; acknowledged messages are also on %d replica(s), which survive a power loss of theirs only if they fsynced them: %s", flushName, rp.WaitReplicas, notSaid)})
 	default:
 		rows = append(rows, DurabilityRow{"power loss", fmt.Sprintf("only what the %s flush strategy had flushed: acknowledged messages written since the last flush are lost", flushName)})
 	}
+	rows = append(rows, DurabilityRow{"loss of the master", lossOfMaster(role, r, replicated)})
 	switch {
-	case role == profile.RoleSlave:
-		rows = append(rows, DurabilityRow{"loss of the master", "this node is a slave: it holds what the master streamed to it and can be promoted (keel admin promote)"})
-	case !replicated:
-		rows = append(rows, DurabilityRow{"loss of the master", "everything on this node is unavailable until its disk is recovered: there is no replica"})
-	case rp.WaitReplicas > 0:
-		rows = append(rows, DurabilityRow{"loss of the master", "no acknowledged message: promote an in-sync slave (keel admin promote); it holds every acknowledged message"})
-	default:
-		rows = append(rows, DurabilityRow{"loss of the master", "acknowledged messages not yet replicated (the replication lag, exported as keel_replica_lag_bytes) are lost when a slave is promoted"})
-	}
-	if rp.VisibleAfterReplicated {
+	case rp.VisibleAfterReplicated:
 		rows = append(rows, DurabilityRow{"consumer visibility", "only replicated messages, so no consumer sees a message a failover loses"})
-	} else if fp.VisibleAfterFlush {
+	case fp.VisibleAfterFlush:
 		rows = append(rows, DurabilityRow{"consumer visibility", "only flushed messages"})
-	} else {
+	case replicated && role != profile.RoleSlave:
+		rows = append(rows, DurabilityRow{"consumer visibility", "every written message, replicated or not (the plugin does not hold consumers back to replicated data)"})
+	default:
 		rows = append(rows, DurabilityRow{"consumer visibility", "every written message"})
 	}
 	return rows
+}
+
+// lossOfMaster is the durability table's loss-of-the-master answer.
+func lossOfMaster(role string, r Replication, replicated bool) string {
+	switch {
+	case role == profile.RoleSlave && r.Promotes:
+		return "this node is a slave: it holds what the master streamed to it and can be promoted (keel admin promote)"
+	case role == profile.RoleSlave:
+		return "this node is a slave: it holds what the master streamed to it, but " + noPromote
+	case !replicated:
+		return "everything on this node is unavailable until its disk is recovered: there is no replica"
+	case r.Policy.WaitReplicas > 0 && r.Promotes:
+		return "no acknowledged message: promote an in-sync slave (keel admin promote); it holds every acknowledged message"
+	case r.Policy.WaitReplicas > 0:
+		return "every acknowledged message is on an in-sync slave, but " + noPromote + ": it must be made master by other means"
+	case r.Promotes:
+		return "acknowledged messages not yet replicated (the replication lag, exported as keel_replica_lag_bytes) are lost when a slave is promoted (keel admin promote)"
+	default:
+		return "acknowledged messages not yet replicated (the replication lag, exported as keel_replica_lag_bytes) are lost; and " + noPromote
+	}
 }
 
 // Check loads a profile's plugins and validates their configuration
@@ -95,5 +180,6 @@ func Check(ctx context.Context, p *profile.Profile, cat *Catalog) ([]DurabilityR
 	if err := n.loadPlugins(ctx); err != nil {
 		return nil, err
 	}
-	return Durability(n.role, n.flushPolicy, n.replPolicy, profile.PluginName(p.Flush.Plugin, p.Flush.Path), profile.Chosen(p.Replication.Plugin, p.Replication.Path)), nil
+	return Durability(n.role, n.flushPolicy, declaredReplication(ctx, n.repl, n.replPolicy),
+		profile.PluginName(p.Flush.Plugin, p.Flush.Path), profile.Chosen(p.Replication.Plugin, p.Replication.Path)), nil
 }

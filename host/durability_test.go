@@ -25,7 +25,7 @@ func TestDurabilityLossOfMaster(t *testing.T) {
 		{"sync replica", profile.RoleMaster, syncRepl, true, "no acknowledged message"},
 		{"slave", profile.RoleSlave, sdk.ReplicationPolicy{}, true, "this node is a slave"},
 	} {
-		rows := Durability(tc.role, sdk.FlushPolicy{}, tc.rp, "async", tc.replicated)
+		rows := Durability(tc.role, sdk.FlushPolicy{}, Replication{Policy: tc.rp, Promotes: true}, "async", tc.replicated)
 		got := answer(rows, "loss of the master")
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("%s: loss of the master = %q, want it to say %q", tc.name, got, tc.want)
@@ -36,11 +36,11 @@ func TestDurabilityLossOfMaster(t *testing.T) {
 // TestDurabilityFlushName: the power-loss row names the flush plugin it is
 // given, an external binary's path included.
 func TestDurabilityFlushName(t *testing.T) {
-	rows := Durability(profile.RoleMaster, sdk.FlushPolicy{}, sdk.ReplicationPolicy{}, profile.PluginName("", "bin/my-flush"), false)
+	rows := Durability(profile.RoleMaster, sdk.FlushPolicy{}, Replication{}, profile.PluginName("", "bin/my-flush"), false)
 	if got := answer(rows, "power loss"); !strings.Contains(got, "the bin/my-flush flush strategy") {
 		t.Errorf("power loss = %q", got)
 	}
-	rows = Durability(profile.RoleMaster, sdk.FlushPolicy{WaitFlush: true, Timeout: 5 * time.Second}, sdk.ReplicationPolicy{}, "sync", false)
+	rows = Durability(profile.RoleMaster, sdk.FlushPolicy{WaitFlush: true, Timeout: 5 * time.Second}, Replication{}, "sync", false)
 	if got := answer(rows, "producer ack sent"); !strings.Contains(got, "after fdatasync") {
 		t.Errorf("producer ack sent = %q", got)
 	}

@@ -316,6 +316,14 @@ func (e *extRepl) AckPolicy() sdk.ReplicationPolicy {
 	return p.(sdk.Replicator).AckPolicy()
 }
 
+// promotes reports whether the plugin implements sdk.Promoter, as its
+// handshake declared (extRepl has a Promote method either way).
+func (e *extRepl) promotes() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.client != nil && e.client.Promotes()
+}
+
 func (e *extRepl) Promote(ctx context.Context) (int32, error) {
 	pr, err := optionalOf[sdk.Promoter](e.supervisor)
 	if err != nil {

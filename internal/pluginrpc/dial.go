@@ -157,3 +157,9 @@ func connect(ctx context.Context, pc *plugin.Client, path string, logger *slog.L
 	}
 	return &Client{pc: pc, rpc: rpc, conn: conn, desc: desc, path: path, log: logger}, nil
 }
+
+// Promotes reports whether the binary's replicator implements sdk.Promoter,
+// as its answer to Describe at Dial said. (The host's remote replicator
+// has a Promote method either way; a plugin without it answers
+// sdk.ErrNotSupported.)
+func (c *Client) Promotes() bool { return c.desc.GetPromote() }
