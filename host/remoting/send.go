@@ -10,6 +10,7 @@ import (
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host/txn"
 )
 
 type sendHeader struct {
@@ -53,9 +54,9 @@ func parseSendHeader(cmd *Command, v2 bool) (sendHeader, error) {
 // forbiddenSendTopics are system topics clients may not send to.
 var forbiddenSendTopics = map[string]bool{
 	"SCHEDULE_TOPIC_XXXX":               true,
-	"RMQ_SYS_TRANS_HALF_TOPIC":          true,
-	"RMQ_SYS_TRANS_OP_HALF_TOPIC":       true,
-	"TRANS_CHECK_MAX_TIME_TOPIC":        true,
+	txn.HalfTopic:                       true,
+	txn.OpTopic:                         true,
+	txn.CheckMaxTopic:                   true,
 	"SELF_TEST_TOPIC":                   true,
 	"OFFSET_MOVED_EVENT":                true,
 	"rmq_sys_wheel_timer":               true,
@@ -149,7 +150,7 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 	if err != nil {
 		return NewResponse(req.Cmd, MessageIllegal, err.Error())
 	}
-	if resp := checkSend(req, &h, batch); resp != nil {
+	if resp := checkSend(req, &h, batch, b.cfg.Transactions != nil); resp != nil {
 		return resp
 	}
 	b.resolveSendTopic(&h)
@@ -172,6 +173,11 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 		return NewResponse(req.Cmd, SystemError, fmt.Sprintf("store returned %d results for %d messages", len(res), len(msgs)))
 	}
 	resp = sendResponse(req, &h, msgs[0].StoreHost, res)
+	if id := txn.TransactionID(msgs[0]); id != "" {
+		// A half message (the backend rewrote it): the reply names the
+		// half record and the transaction id END_TRANSACTION quotes.
+		resp.ExtFields.Set("transactionId", id)
+	}
 	if wait, ok := record.GetProperty(msgs[0].Properties, record.PropertyWaitStoreMsgOK); ok && wait == "false" {
 		return resp
 	}
@@ -187,16 +193,24 @@ func (b *Broker) handleSend(req *Request, v2, batch bool) *Command {
 
 // checkSend refuses a send by its header alone: a topic name that is not
 // one (checked here, once per send), a system topic, a transactional
-// message, a batch to a retry topic.
-func checkSend(req *Request, h *sendHeader, batch bool) *Command {
+// message when transactions are off (RocketMQ's rejectTransactionMessage)
+// or in a batch, a batch to a retry topic. A transactional message is one
+// with TRAN_MSG "true" (what RocketMQ's broker tests) or a prepared
+// sysFlag; the backend stores it as a half message (txn.Rewrite).
+func checkSend(req *Request, h *sendHeader, batch, transactions bool) *Command {
 	if err := meta.ValidateTopicName(h.topic); err != nil {
 		return NewResponse(req.Cmd, MessageIllegal, err.Error())
 	}
 	if forbiddenSendTopics[h.topic] {
 		return NewResponse(req.Cmd, NoPermission, fmt.Sprintf("sending message to topic[%s] is forbidden", h.topic))
 	}
-	if record.TransactionType(h.sysFlag) == record.SysFlagTransactionPrepared {
-		return NewResponse(req.Cmd, NoPermission, "transactional messages are not supported by this broker")
+	if tran, _ := record.GetProperty([]byte(h.properties), record.PropertyTransactionPrepared); tran == "true" || record.TransactionType(h.sysFlag) == record.SysFlagTransactionPrepared {
+		if !transactions {
+			return NewResponse(req.Cmd, NoPermission, "transactional messages are not enabled on this broker")
+		}
+		if batch {
+			return NewResponse(req.Cmd, MessageIllegal, "transactional messages cannot be sent in a batch")
+		}
 	}
 	if batch && strings.HasPrefix(h.topic, RetryGroupTopicPrefix) {
 		return NewResponse(req.Cmd, MessageIllegal, "batch messages cannot be sent to a retry topic")
