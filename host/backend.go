@@ -89,6 +89,17 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 			}
 		}
 	}
+	// Timer messages go to the timer topic, after the delay rewrite (a
+	// level wins over a timer).
+	timers := false
+	for i, m := range msgs {
+		due, err := b.n.timerRule.Rewrite(m, start)
+		if err != nil {
+			b.n.metrics.appendErrors.Inc()
+			return nil, fmt.Errorf("timer message %d of %d: %w", i+1, len(msgs), err)
+		}
+		timers = timers || due > 0
+	}
 	res, err := b.store().AppendBatch(msgs, make([]core.AppendResult, 0, len(msgs)))
 	if err != nil {
 		b.n.metrics.appendErrors.Inc()
@@ -100,6 +111,9 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 		if levels != nil && levels[i] > 0 {
 			b.n.schedule.Notify(levels[i], r.End())
 		}
+	}
+	if timers && b.n.timer != nil {
+		b.n.timer.Notify()
 	}
 	b.n.metrics.appendMsgs.Add(len(res))
 	b.n.metrics.appendBytes.Add(bytes)

@@ -25,6 +25,7 @@ import (
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
+	"github.com/keelmq/keel/host/timer"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 	"golang.org/x/sys/unix"
@@ -78,6 +79,11 @@ type Node struct {
 	// serving master (startSchedule, stopSchedule). Nil until the store is
 	// open.
 	schedule *schedule.Service
+	// timer delivers timer messages, alongside schedule (startSchedule,
+	// stopSchedule); nil until the store is open, and while
+	// store.timer_enable is false. timerRule is the put path's rule.
+	timer     *timer.Service
+	timerRule timer.Rule
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
@@ -150,6 +156,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.schedule = n.newSchedule()
+	n.timer, n.timerRule = n.newTimer()
 	if err := n.startPlugins(ctx); err != nil {
 		return err
 	}
@@ -193,6 +200,43 @@ func (n *Node) newSchedule() *schedule.Service {
 	})
 }
 
+// newTimer is the timer message service over the node's store, on the
+// delay level service's write path and durability rule, with its index in
+// <store.dir>/timer; nil (and a rule that refuses timers) when
+// store.timer_enable is false.
+func (n *Node) newTimer() (*timer.Service, timer.Rule) {
+	st := n.prof.Store
+	if !st.TimerEnable {
+		return nil, timer.Rule{}
+	}
+	be := backend{n}
+	svc := timer.New(timer.Config{
+		Dir:       filepath.Join(st.Dir, "timer"),
+		Precision: time.Duration(st.TimerPrecision),
+		MaxDelay:  time.Duration(st.TimerMaxDelay),
+		Log:       n.store,
+		Progress:  n.store.Meta().DelayOffsets,
+		Append: func(msgs []*record.Message) ([]core.AppendResult, error) {
+			return be.Append(context.Background(), msgs)
+		},
+		Durable: func(end int64, done func(bool)) {
+			n.store.OnFlushed(end, scheduleFlushWait, func(ok bool) {
+				if !ok {
+					done(false)
+					return
+				}
+				n.host.Ack(n.ackPolicy(), end, func(st storehost.AckStatus) { done(st == storehost.AckOK) })
+			})
+		},
+		Flush: func() error {
+			_, err := n.store.Flush()
+			return err
+		},
+		Logger: n.log.With("component", "timer"),
+	})
+	return svc, svc.Rule()
+}
+
 // scheduleFlushWait bounds one wait for a delivered delayed message to be
 // flushed; the service waits again after it.
 const scheduleFlushWait = 10 * time.Second
@@ -206,6 +250,11 @@ func (n *Node) startSchedule() {
 	if n.schedule != nil {
 		n.schedule.Start()
 	}
+	if n.timer != nil {
+		if err := n.timer.Start(); err != nil {
+			n.log.Error("timer messages are not delivered", "err", err)
+		}
+	}
 }
 
 // stopSchedule stops delivering delayed messages, persisting the levels'
@@ -213,6 +262,9 @@ func (n *Node) startSchedule() {
 func (n *Node) stopSchedule() {
 	if n.schedule != nil {
 		n.schedule.Stop()
+	}
+	if n.timer != nil {
+		n.timer.Stop()
 	}
 }
 
