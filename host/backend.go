@@ -9,6 +9,7 @@ import (
 	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/remoting"
+	"github.com/keelmq/keel/host/txn"
 )
 
 // backend implements remoting.Backend (and RouteSource) over the node's
@@ -76,6 +77,15 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 	var levels []int32
 	if sched := b.n.schedule; sched != nil {
 		for i, m := range msgs {
+			// A transaction half message goes to the half topic and is
+			// never delayed (RocketMQ's clients drop DELAY from it).
+			if b.n.txn != nil && txn.Rewrite(m) {
+				if len(msgs) > 1 {
+					b.n.metrics.appendErrors.Inc()
+					return nil, fmt.Errorf("message %d of %d: transactional messages cannot be batched: %w", i+1, len(msgs), record.ErrInvalid)
+				}
+				continue
+			}
 			lvl, err := sched.Levels().Rewrite(m)
 			if err != nil {
 				b.n.metrics.appendErrors.Inc()

@@ -26,6 +26,7 @@ import (
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
 	"github.com/keelmq/keel/host/timer"
+	"github.com/keelmq/keel/host/txn"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
 	"golang.org/x/sys/unix"
@@ -84,6 +85,11 @@ type Node struct {
 	// store.timer_enable is false. timerRule is the put path's rule.
 	timer     *timer.Service
 	timerRule timer.Rule
+	// txn decides transactional messages and checks undecided ones; its
+	// checks run alongside schedule (startSchedule, stopSchedule), and
+	// END_TRANSACTION is refused while they do not. Nil until the store is
+	// open.
+	txn *txn.Service
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
@@ -157,6 +163,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.schedule = n.newSchedule()
 	n.timer, n.timerRule = n.newTimer()
+	n.txn = n.newTxn()
 	if err := n.startPlugins(ctx); err != nil {
 		return err
 	}
@@ -255,6 +262,9 @@ func (n *Node) startSchedule() {
 			n.log.Error("timer messages are not delivered", "err", err)
 		}
 	}
+	if n.txn != nil {
+		n.txn.Start()
+	}
 }
 
 // stopSchedule stops delivering delayed messages, persisting the levels'
@@ -265,6 +275,9 @@ func (n *Node) stopSchedule() {
 	}
 	if n.timer != nil {
 		n.timer.Stop()
+	}
+	if n.txn != nil {
+		n.txn.Stop()
 	}
 }
 
@@ -448,6 +461,7 @@ func (n *Node) listen() error {
 		AutoCreateTopics:      p.Store.AutoCreateTopics,
 		DefaultQueueNums:      int32(p.Store.DefaultQueues),
 		DisablePropertyFilter: !p.Store.EnablePropertyFilter,
+		Transactions:          n.transactions(),
 		Logger:                n.log.With("component", "broker"),
 	}, be)
 	ns := remoting.NewNameServer(remoting.NameServerConfig{
