@@ -8,10 +8,16 @@ import (
 )
 
 // admin is `keel admin (status|promote|force-writes)`: one call to a
-// running node's admin API, whose answer it prints.
+// running node's admin API, whose answer it prints; and `keel admin
+// (topic|group|consumer) ...`, which speak the remoting protocol
+// (adminRemoting).
 func (a *app) admin(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]")
+		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]\n%s", adminRemotingHelp)
+	}
+	switch args[0] {
+	case "topic", "group", "consumer":
+		return a.adminRemoting(args[0], args[1:])
 	}
 	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
 	addr := fs.String("admin", profile.DefaultAdminAddr, "admin API `address`")
