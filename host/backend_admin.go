@@ -1,7 +1,9 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/keelmq/keel/core/meta"
@@ -125,4 +127,40 @@ func (b backend) RuntimeInfo() map[string]string {
 		"commitLogDiskRatio":  strconv.FormatFloat(s.DiskUsedRatio(), 'f', -1, 64),
 		"dispatchBehindBytes": strconv.FormatInt(p.Committed-p.Dispatched, 10),
 	}
+}
+
+// queueLag is one queue of a group's consumer lag, for /status and
+// /metrics.
+type queueLag struct {
+	Group          string `json:"group"`
+	Topic          string `json:"topic"`
+	Queue          int32  `json:"queue"`
+	BrokerOffset   int64  `json:"broker_offset"`
+	ConsumerOffset int64  `json:"consumer_offset"`
+	// Lag is the messages the group has still to consume on the queue
+	// (remoting.ConsumeQueueStats.Lag, the one definition).
+	Lag int64 `json:"lag"`
+}
+
+// consumerLag is every group's lag on every queue of every topic it has
+// committed offsets for, sorted by group, topic and queue (nil before the
+// store opens). It is GET_CONSUME_STATS's computation (remoting's
+// ConsumeProgress) without the last-consumed timestamps.
+func (n *Node) consumerLag() []queueLag {
+	if n.store == nil {
+		return nil
+	}
+	be := backend{n}
+	offs := be.ConsumerOffsetSnapshot()
+	var out []queueLag
+	for group, topics := range remoting.GroupTopics(offs) {
+		for _, s := range remoting.ConsumeProgress(be, offs, group, topics, n.prof.Server.BrokerName) {
+			out = append(out, queueLag{Group: group, Topic: s.Queue.Topic, Queue: s.Queue.QueueID,
+				BrokerOffset: s.BrokerOffset, ConsumerOffset: s.ConsumerOffset, Lag: s.Lag()})
+		}
+	}
+	slices.SortFunc(out, func(a, b queueLag) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Queue, b.Queue))
+	})
+	return out
 }

@@ -111,6 +111,7 @@ func (m *nodeMetrics) onFlush(d time.Duration, bytes int64) {
 // each plugin's own metrics (collected now, external ones over gRPC).
 func (m *nodeMetrics) write(w io.Writer, n *Node) {
 	m.set.WritePrometheus(w)
+	writeTopicAndLagMetrics(w, n)
 	if n.host != nil {
 		for _, r := range n.host.Replication().Replicas {
 			fmt.Fprintf(w, "keel_replica_lag_bytes{replica=%q} %d\n", r.ID, r.LagBytes)

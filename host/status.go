@@ -22,6 +22,9 @@ type StatusReport struct {
 	// consume queues and indexes.
 	DispatchLag int64              `json:"dispatch_lag_bytes"`
 	Plugins     []pluginStatusJSON `json:"plugins"`
+	// ConsumerLag is each consumer group's lag (messages behind) on each
+	// queue of the topics it has committed offsets for.
+	ConsumerLag []queueLag `json:"consumer_lag"`
 	Replication sdk.ReplicationState
 	FlushPolicy sdk.FlushPolicy       `json:"flush_policy"`
 	ReplPolicy  sdk.ReplicationPolicy `json:"replication_policy"`
@@ -69,6 +72,7 @@ func (n *Node) Status() StatusReport {
 		st.Listeners["ha"] = a
 	}
 	st.Plugins = n.pluginStatuses()
+	st.ConsumerLag = n.consumerLag()
 	return st
 }
 
