@@ -151,6 +151,10 @@ const (
 	PropertyMessageType           = "MSG_TYPE"
 	PropertyTimerDelaySec         = "TIMER_DELAY_SEC"
 	PropertyTimerDeliverMS        = "TIMER_DELIVER_MS"
+	PropertyTimerDelayMS          = "TIMER_DELAY_MS"
+	// PropertyTimerOutMS is the due time, epoch ms, the broker sets on a
+	// timer message's record under the timer topic.
+	PropertyTimerOutMS = "TIMER_OUT_MS"
 	// PropertyShardingKey is Java's name; RocketMQ's Go client sends
 	// "SHARDING_KEY" instead.
 	PropertyShardingKey = "__SHARDINGKEY"

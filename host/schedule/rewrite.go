@@ -26,8 +26,8 @@ func levelOf(q int32) int32 { return q + 1 }
 //   - clamps a level above l.Max() to l.Max() (and DELAY with it);
 //   - sets REAL_TOPIC and REAL_QID to m's topic and queue;
 //   - moves m to Topic, queue QueueID(level);
-//   - removes TIMER_DELIVER_MS and TIMER_DELAY_SEC: a level wins over a
-//     timer (RocketMQ's HookUtils.checkIfTimerMessage).
+//   - removes TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: a
+//     level wins over a timer (RocketMQ's HookUtils.checkIfTimerMessage).
 //
 // DELAY itself stays on the schedule record; Deliver removes it. A
 // transaction half message (prepared) or rollback is left alone, as in
@@ -60,6 +60,7 @@ func (l Levels) Rewrite(m *record.Message) (level int32, err error) {
 	}
 	p = record.RemoveProperty(p, record.PropertyTimerDeliverMS)
 	p = record.RemoveProperty(p, record.PropertyTimerDelaySec)
+	p = record.RemoveProperty(p, record.PropertyTimerDelayMS)
 	p = record.SetProperty(p, record.PropertyRealTopic, m.Topic)
 	p = record.SetProperty(p, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.Properties = p
@@ -69,37 +70,18 @@ func (l Levels) Rewrite(m *record.Message) (level int32, err error) {
 }
 
 // Deliver returns the message that delivers rec, a record of the schedule
-// topic, to its real topic and queue: body, flag, sysFlag, born time and
-// host, store host, reconsume times and every property copied (UNIQ_KEY
-// among them, so clients see the same message id), except DELAY,
-// TIMER_DELIVER_MS and TIMER_DELAY_SEC, which are removed. REAL_TOPIC and
-// REAL_QID stay, as in RocketMQ. The result aliases rec's body.
-//
-// A record whose REAL_TOPIC or REAL_QID is missing or malformed cannot be
-// delivered: the error says which.
+// topic, to its real topic and queue (record.ToRealTarget): everything
+// copied, UNIQ_KEY among them, so clients see the same message id, except
+// DELAY and the timer properties, which are removed (so a delivered
+// message is not delayed or timed again). REAL_TOPIC and REAL_QID stay, as
+// in RocketMQ. The result aliases rec's body. A record whose REAL_TOPIC or
+// REAL_QID is missing or malformed cannot be delivered: the error says
+// which.
 func Deliver(rec *record.Record) (*record.Message, error) {
-	topic, ok := record.GetProperty(rec.Properties, record.PropertyRealTopic)
-	if !ok || topic == "" {
-		return nil, fmt.Errorf("schedule record at %d has no %s", rec.PhysOffset, record.PropertyRealTopic)
+	m, err := record.ToRealTarget(rec, record.PropertyDelayLevel, record.PropertyTimerDeliverMS,
+		record.PropertyTimerDelaySec, record.PropertyTimerDelayMS)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %w", err)
 	}
-	qs, _ := record.GetProperty(rec.Properties, record.PropertyRealQueueID)
-	q, err := strconv.ParseInt(qs, 10, 32)
-	if err != nil || q < 0 {
-		return nil, fmt.Errorf("schedule record at %d has %s %q, not a queue id", rec.PhysOffset, record.PropertyRealQueueID, qs)
-	}
-	p := record.RemoveProperty(rec.Properties, record.PropertyDelayLevel)
-	p = record.RemoveProperty(p, record.PropertyTimerDeliverMS)
-	p = record.RemoveProperty(p, record.PropertyTimerDelaySec)
-	return &record.Message{
-		Topic:          topic,
-		QueueID:        int32(q),
-		Flag:           rec.Flag,
-		Body:           rec.Body,
-		Properties:     p,
-		SysFlag:        rec.SysFlag,
-		BornTimestamp:  rec.BornTimestamp,
-		BornHost:       rec.BornHost,
-		StoreHost:      rec.StoreHost,
-		ReconsumeTimes: rec.ReconsumeTimes,
-	}, nil
+	return m, nil
 }

@@ -14,15 +14,13 @@ import (
 // queue 0, until it is due. Clients may not send to it.
 const Topic = "rmq_sys_wheel_timer"
 
-// Property names of timer messages that core/record does not name
-// (RocketMQ MessageConst). TIMER_DELAY_SEC and TIMER_DELIVER_MS are
-// record.PropertyTimerDelaySec and record.PropertyTimerDeliverMS.
+// Property names of timer messages (RocketMQ MessageConst), core/record's.
 const (
 	// PropertyDelayMS is a relative delay in milliseconds (client).
-	PropertyDelayMS = "TIMER_DELAY_MS"
+	PropertyDelayMS = record.PropertyTimerDelayMS
 	// PropertyOutMS is the due time, epoch milliseconds, that the broker
 	// sets on the timer topic's record.
-	PropertyOutMS = "TIMER_OUT_MS"
+	PropertyOutMS = record.PropertyTimerOutMS
 )
 
 // Default rules (RocketMQ's timerMaxDelaySec and timerPrecisionMs).
@@ -153,29 +151,9 @@ func dueOf(rec *record.Record) (int64, error) {
 // A record whose REAL_TOPIC or REAL_QID is missing or malformed cannot be
 // delivered: the error says which.
 func Deliver(rec *record.Record) (*record.Message, error) {
-	topic, ok := record.GetProperty(rec.Properties, record.PropertyRealTopic)
-	if !ok || topic == "" {
-		return nil, fmt.Errorf("timer record at %d has no %s", rec.PhysOffset, record.PropertyRealTopic)
+	m, err := record.ToRealTarget(rec, clearedOnDelivery...)
+	if err != nil {
+		return nil, fmt.Errorf("timer %w", err)
 	}
-	qs, _ := record.GetProperty(rec.Properties, record.PropertyRealQueueID)
-	q, err := strconv.ParseInt(qs, 10, 32)
-	if err != nil || q < 0 {
-		return nil, fmt.Errorf("timer record at %d has %s %q, not a queue id", rec.PhysOffset, record.PropertyRealQueueID, qs)
-	}
-	p := rec.Properties
-	for _, name := range clearedOnDelivery {
-		p = record.RemoveProperty(p, name)
-	}
-	return &record.Message{
-		Topic:          topic,
-		QueueID:        int32(q),
-		Flag:           rec.Flag,
-		Body:           rec.Body,
-		Properties:     p,
-		SysFlag:        rec.SysFlag,
-		BornTimestamp:  rec.BornTimestamp,
-		BornHost:       rec.BornHost,
-		StoreHost:      rec.StoreHost,
-		ReconsumeTimes: rec.ReconsumeTimes,
-	}, nil
+	return m, nil
 }
