@@ -96,58 +96,55 @@ func sortQueues[S any](s []S, q func(S) MessageQueue) {
 	})
 }
 
-// encodeTopicStats writes a TopicStatsTable body.
-func encodeTopicStats(stats []TopicQueueStats) []byte {
-	sortQueues(stats, func(s TopicQueueStats) MessageQueue { return s.Queue })
+// encodeQueueTable writes {"offsetTable":{<MessageQueue>:<value>,...}}
+// for stats sorted by queue, each value written by value.
+func encodeQueueTable[S any](stats []S, queue func(S) MessageQueue, value func([]byte, S) []byte) []byte {
+	sortQueues(stats, queue)
 	dst := []byte(`{"offsetTable":{`)
 	for i, s := range stats {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendMessageQueueKey(dst, s.Queue)
+		dst = appendMessageQueueKey(dst, queue(s))
 		dst = append(dst, ':')
-		dst = appendIntFields(dst, "lastUpdateTimestamp", s.LastUpdateTimestamp, "maxOffset", s.MaxOffset, "minOffset", s.MinOffset)
+		dst = value(dst, s)
 	}
 	return append(dst, "}}"...)
+}
+
+// encodeTopicStats writes a TopicStatsTable body.
+func encodeTopicStats(stats []TopicQueueStats) []byte {
+	return encodeQueueTable(stats, func(s TopicQueueStats) MessageQueue { return s.Queue }, func(dst []byte, s TopicQueueStats) []byte {
+		return appendIntFields(dst, "lastUpdateTimestamp", s.LastUpdateTimestamp, "maxOffset", s.MaxOffset, "minOffset", s.MinOffset)
+	})
 }
 
 // encodeConsumeStats writes a ConsumeStats body. consumeTps is left out:
 // keel does not measure it (Java reads a missing field as 0).
 func encodeConsumeStats(stats []ConsumeQueueStats) []byte {
-	sortQueues(stats, func(s ConsumeQueueStats) MessageQueue { return s.Queue })
-	dst := []byte(`{"offsetTable":{`)
-	for i, s := range stats {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendMessageQueueKey(dst, s.Queue)
-		dst = append(dst, ':')
-		dst = appendIntFields(dst, "brokerOffset", s.BrokerOffset, "consumerOffset", s.ConsumerOffset, "lastTimestamp", s.LastTimestamp)
-	}
-	return append(dst, "}}"...)
+	return encodeQueueTable(stats, func(s ConsumeQueueStats) MessageQueue { return s.Queue }, func(dst []byte, s ConsumeQueueStats) []byte {
+		return appendIntFields(dst, "brokerOffset", s.BrokerOffset, "consumerOffset", s.ConsumerOffset, "lastTimestamp", s.LastTimestamp)
+	})
 }
 
 // DecodeTopicStats reads a GET_TOPIC_STATS_INFO body (fastjson's
 // object-keyed form, or the same table with its keys as JSON strings).
 func DecodeTopicStats(body []byte) ([]TopicQueueStats, error) {
-	var out []TopicQueueStats
-	err := decodeQueueTable(body, func(q MessageQueue, v []byte) error {
-		s := TopicQueueStats{Queue: q}
-		if err := json.Unmarshal(v, &s); err != nil {
-			return err
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, err
+	return decodeQueueTableOf(body, func(q MessageQueue) TopicQueueStats { return TopicQueueStats{Queue: q} })
 }
 
 // DecodeConsumeStats reads a GET_CONSUME_STATS body (see
 // DecodeTopicStats).
 func DecodeConsumeStats(body []byte) ([]ConsumeQueueStats, error) {
-	var out []ConsumeQueueStats
+	return decodeQueueTableOf(body, func(q MessageQueue) ConsumeQueueStats { return ConsumeQueueStats{Queue: q} })
+}
+
+// decodeQueueTableOf decodes each value of body's offsetTable into the S
+// that mk makes for its queue.
+func decodeQueueTableOf[S any](body []byte, mk func(MessageQueue) S) ([]S, error) {
+	var out []S
 	err := decodeQueueTable(body, func(q MessageQueue, v []byte) error {
-		s := ConsumeQueueStats{Queue: q}
+		s := mk(q)
 		if err := json.Unmarshal(v, &s); err != nil {
 			return err
 		}
