@@ -33,6 +33,28 @@ func (c Config) Decode(v any) error {
 	return err
 }
 
+// Invalid returns the error for a value of the plugin's own table that the
+// plugin's validation rejects after Decode (a value of the right type but
+// out of range, or in conflict with another): its text is
+// config.ValueError's, placed where the value in force came from —
+//
+//	profiles/x.toml:12:17: replication.config.wait_replicas: 9 is too many (at most 3)
+//	profiles/x.toml: --set replication.config.wait_replicas=9: replication.config.wait_replicas: ...
+//	profiles/x.toml: replication.config.wait_replicas: ...   (the default)
+//
+// — and it matches ErrInvalidConfig and the *config.Error (errors.Is,
+// errors.As), as Decode's errors do. key is relative to the table
+// ("timeout" for flush.config.timeout, "a.b" for a nested key); format and
+// args say what is wrong and what is allowed. A Config without File reads
+// as "profile".
+func (c Config) Invalid(key, format string, args ...any) error {
+	file := c.File
+	if file == "" {
+		file = "profile"
+	}
+	return &invalidConfigError{err: config.ValueError(file, c.Document, c.Section, key, format, args...)}
+}
+
 // invalidConfigError is a configuration problem: its text is the problem's,
 // and it matches both ErrInvalidConfig and the problem.
 type invalidConfigError struct{ err error }

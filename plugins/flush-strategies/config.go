@@ -85,27 +85,11 @@ func defaultBufferedConfig() BufferedConfig {
 	}
 }
 
-// invalid returns an error wrapping sdk.ErrInvalidConfig and the
-// *config.Error about key of the plugin's table that config.ValueError
-// places where the value in force came from (the document's value, the
-// --set override that set it, or a default).
+// invalid is sdk.Config.Invalid for the flush section (the section a
+// Config without one is configured for).
 func invalid(cfg sdk.Config, key, format string, args ...any) error {
-	return &invalidError{config.ValueError(fileName(cfg), cfg.Document, sectionOf(cfg), key, format, args...)}
-}
-
-// invalidError is a configuration problem found after decoding: its text
-// is the positioned message, as sdk.Config.Decode's errors are, and it
-// matches both sdk.ErrInvalidConfig and the *config.Error.
-type invalidError struct{ e *config.Error }
-
-func (e *invalidError) Error() string   { return e.e.Error() }
-func (e *invalidError) Unwrap() []error { return []error{e.e, sdk.ErrInvalidConfig} }
-
-func fileName(cfg sdk.Config) string {
-	if cfg.File == "" {
-		return "profile"
-	}
-	return cfg.File
+	cfg.Section = sectionOf(cfg)
+	return cfg.Invalid(key, format, args...)
 }
 
 func sectionOf(cfg sdk.Config) string {

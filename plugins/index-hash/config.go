@@ -136,17 +136,10 @@ func DecodeConfig(cfg sdk.Config) (Config, error) {
 	}
 	var errs []error
 	for _, p := range c.problems() {
-		errs = append(errs, fmt.Errorf("%w: %w", config.ValueError(profileName(cfg), cfg.Document, cfg.Section, p.key, "%s", p.msg), sdk.ErrInvalidConfig))
+		errs = append(errs, cfg.Invalid(p.key, "%s", p.msg))
 	}
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}
 	return c, nil
-}
-
-func profileName(cfg sdk.Config) string {
-	if cfg.File == "" {
-		return "<profile>"
-	}
-	return cfg.File
 }
