@@ -9,8 +9,18 @@ import (
 // catchUp pulls [d.From, d.To) from the replica into this master's log,
 // fenced meanwhile, then adopts d.History and begins a new epoch. catchMu
 // is held.
+//
+// Every other connection is closed before the first pulled byte is
+// appended, and none can be admitted until catchMu is released: a replica
+// streaming meanwhile would receive the pulled bytes labelled with the
+// history this catch-up replaces (the takeover epoch the master began at
+// d.From, say), record that epoch for them, and on its next handshake
+// appear to hold a divergent tail of its own in an epoch the master no
+// longer has, which fences the master for good. Those replicas re-handshake
+// against the adopted history.
 func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
 	m.setFence(fenceCatchUp, d.Reason)
+	m.closePeers(p.conn)
 	m.report(m.ctx, true)
 	c := p.conn
 	if err := c.WriteFrame(true, FramePull, Pull{From: d.From, To: d.To}.Marshal()); err != nil {
@@ -56,7 +66,6 @@ func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
 	}
 	m.clearFence(fenceCatchUp)
 	log.Warn("replication master caught up from a replica that was ahead of it", "from", d.From, "to", d.To)
-	m.closePeers(p.conn) // others planned against the old history: re-handshake
 	m.report(m.ctx, true)
 	return nil
 }
