@@ -119,8 +119,11 @@ type Store struct {
 // offsets) and its epoch. It is the one positions type: the sdk names it
 // sdk.Positions for plugins. Each field is read atomically but the snapshot
 // as a whole is not, so a concurrent writer may move a later-read field
-// past an earlier one; what always holds is
-// Min <= Dispatched <= Confirm <= Committed <= Wrote and Flushed <= Committed.
+// past an earlier one; what always holds is Min <= Dispatched <= Committed
+// <= Wrote, Confirm <= Committed and Flushed <= Committed. Dispatched <=
+// Confirm holds too except after a restart whose confirm source starts
+// lower than what was dispatched before it (the replicas' acknowledged
+// offset is 0 until they report); dispatch then waits for confirm.
 type Positions struct {
 	Min        int64 // oldest byte still stored
 	Dispatched int64 // consume queues and indexers have seen records below
