@@ -35,18 +35,26 @@ func validNameChar(c byte) bool {
 
 func validateName(kind, name string, max int) error {
 	if len(name) == 0 {
-		return fmt.Errorf("%w: empty %s name", ErrInvalid, kind)
+		return invalidName(fmt.Sprintf("empty %s name", kind))
 	}
 	if len(name) > max {
-		return fmt.Errorf("%w: %s name %.40q... is %d bytes, longer than %d", ErrInvalid, kind, name, len(name), max)
+		return invalidName(fmt.Sprintf("%s name %.40q... is %d bytes, longer than %d", kind, name, len(name), max))
 	}
 	for i := 0; i < len(name); i++ {
 		if !validNameChar(name[i]) {
-			return fmt.Errorf("%w: %s name %q has character %q at byte %d; allowed are A-Z a-z 0-9 _ - %% |", ErrInvalid, kind, name, name[i], i)
+			return invalidName(fmt.Sprintf("%s name %q has character %q at byte %d; allowed are A-Z a-z 0-9 _ - %% |", kind, name, name[i], i))
 		}
 	}
 	return nil
 }
+
+// invalidName is a name the rules reject. Its text is the reason alone
+// (the broker sends it to clients as the remark), and it matches
+// ErrInvalid.
+type invalidName string
+
+func (e invalidName) Error() string        { return string(e) }
+func (e invalidName) Is(target error) bool { return target == ErrInvalid }
 
 // ValidateTopicName returns nil if name is 1..MaxTopicNameLen bytes of
 // [A-Za-z0-9_%|-], and an error wrapping ErrInvalid otherwise.
