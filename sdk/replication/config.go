@@ -76,6 +76,11 @@ type Options struct {
 	StartFenced string
 	// NodeID names this node to its peers (default: its HA address).
 	NodeID string
+	// Policy is the master's acknowledgement rule (default:
+	// InSyncReplicas{N: WaitReplicas}). WaitReplicas stays the policy the
+	// host applies: producers get SLAVE_NOT_AVAILABLE while the policy's
+	// Verdict.InSync is below it.
+	Policy Policy
 }
 
 // WithDefaults returns o with zero fields set to their defaults.
@@ -106,6 +111,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.StartFenced == "" {
 		o.StartFenced = StartFencedEmpty
+	}
+	if o.Policy == nil {
+		o.Policy = defaultPolicy(o)
 	}
 	return o
 }

@@ -28,10 +28,12 @@
 //     metadata snapshots on Options.SyncMetaInterval; an ack reader that
 //     rejects and disconnects a replica acknowledging beyond what it was
 //     sent (hence beyond the master's log); the in-sync set (a replica more
-//     than Options.MaxLag bytes behind leaves it); AckedOffset, the
-//     WaitReplicas-th highest acknowledgement among in-sync replicas; lag in
-//     bytes and seconds per replica; and the fence, all reported with
-//     Host.ReportReplication.
+//     than Options.MaxLag bytes behind leaves it); AckedOffset and the
+//     in-sync count, which the acknowledgement policy (Policy,
+//     Options.Policy) computes from the replicas' states — by default
+//     InSyncReplicas, the WaitReplicas-th highest acknowledgement among
+//     in-sync replicas; lag in bytes and seconds per replica; and the
+//     fence, all reported with Host.ReportReplication.
 //   - The slave side (Node in role slave): connect with exponential backoff
 //     and jitter (Options.ReconnectBackoff .. ReconnectBackoffMax), send
 //     State, follow the Plan (Host.TruncateLog then Host.SetEpochs with the

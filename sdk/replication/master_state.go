@@ -32,31 +32,32 @@ func (m *master) computeLocked(now time.Time) sdk.ReplicationState {
 	}
 	m.mu.Unlock()
 	sort.Slice(peers, func(i, j int) bool { return peers[i].id < peers[j].id })
-	var acks []int64
+	flushedKnown := m.opts.AckOn == AckFlushed
 	reps := make([]sdk.ReplicaState, 0, len(peers))
+	rs := make([]Replica, 0, len(peers))
+	var top int64 // the highest acknowledgement: no verdict goes beyond it
 	for _, p := range peers {
 		if !p.streaming.Load() {
 			continue
 		}
-		ack := p.received.Load()
-		if m.opts.AckOn == AckFlushed {
-			ack = p.flushed.Load()
+		r := Replica{ID: p.id, Addr: p.addr, Received: p.received.Load(), FlushedKnown: flushedKnown}
+		r.Acked = r.Received
+		if flushedKnown {
+			r.Flushed = p.flushed.Load()
+			r.Acked = r.Flushed
 		}
-		lag := max(0, committed-ack)
-		in := lag <= m.opts.MaxLag
-		if in {
-			acks = append(acks, ack)
-		}
-		reps = append(reps, sdk.ReplicaState{ID: p.id, Addr: p.addr, AckOffset: ack, LagBytes: lag,
-			LagSeconds: m.timeline.lagSeconds(ack, committed, now), InSync: in, Connected: true,
+		lag := max(0, committed-r.Acked)
+		r.InSync = lag <= m.opts.MaxLag
+		r.Epoch = m.epochOfAck(r.Acked)
+		rs = append(rs, r)
+		top = max(top, r.Acked)
+		reps = append(reps, sdk.ReplicaState{ID: p.id, Addr: p.addr, AckOffset: r.Acked, LagBytes: lag,
+			LagSeconds: m.timeline.lagSeconds(r.Acked, committed, now), InSync: r.InSync, Connected: true,
 			LastContact: time.Unix(0, p.contact.Load())})
 	}
-	sort.Slice(acks, func(i, j int) bool { return acks[i] > acks[j] })
-	need := max(1, m.opts.WaitReplicas)
-	if len(acks) >= need && acks[need-1] > m.acked {
-		m.acked = acks[need-1]
-	}
-	return sdk.ReplicationState{AckedOffset: m.acked, InSync: len(acks), Fenced: fenced, Reason: strings.Join(reasons, "; "), Replicas: reps}
+	v := m.opts.Policy.Acknowledge(committed, rs)
+	m.acked = max(m.acked, min(v.Acked, top))
+	return sdk.ReplicationState{AckedOffset: m.acked, InSync: v.InSync, Fenced: fenced, Reason: strings.Join(reasons, "; "), Replicas: reps}
 }
 
 // report sends the state to the host when it changed (always with force).
@@ -74,6 +75,13 @@ func (m *master) report(ctx context.Context, force bool) {
 		return
 	}
 	m.last = st
+}
+
+// epochOfAck is the epoch of the master's history that holds the byte
+// before ack (the first epoch when ack is 0).
+func (m *master) epochOfAck(ack int64) int32 {
+	e, _ := m.epochAt(max(0, ack-1))
+	return e.Epoch
 }
 
 // sameState compares what matters to the host (not lag in seconds or

@@ -90,9 +90,15 @@ func (n *Node) Configure(ctx context.Context, cfg sdk.Config) error {
 	if err := DecodeConfig(cfg, &fc); err != nil {
 		return err
 	}
+	return n.Setup(cfg, fc.Options())
+}
+
+// Options returns the Options these keys describe (zero = default; the
+// Policy is the default one).
+func (fc FullConfig) Options() Options {
 	o := fc.CommonConfig.Options()
 	o.AckOn, o.WaitReplicas, o.Timeout, o.VisibleAfterReplicated = fc.AckOn, fc.WaitReplicas, fc.Timeout.D(), fc.VisibleAfterReplicated
-	return n.Setup(cfg, o)
+	return o
 }
 
 // Setup applies cfg (role, addresses, secret, data dir) and opts (zero
