@@ -22,7 +22,6 @@ package echo
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -38,6 +37,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/replication"
 )
 
 // Config is the plugin's [replication.config] table.
@@ -61,6 +61,7 @@ type Plugin struct {
 	cfg     sdk.Config
 	conf    Config
 	timeout time.Duration
+	policy  replication.Policy // nil: replication.InSyncReplicas{N: wait_replicas}
 
 	host   sdk.Host
 	ctx    context.Context
@@ -87,8 +88,14 @@ var (
 	_ sdk.StatusReporter = (*Plugin)(nil)
 )
 
-// New returns an unconfigured echo replicator.
+// New returns an unconfigured echo replicator whose master acknowledges
+// what wait_replicas slaves hold (replication.InSyncReplicas).
 func New() *Plugin { return &Plugin{} }
+
+// NewWithPolicy returns an unconfigured echo replicator whose master
+// acknowledges by pol (see replication.Policy); wait_replicas remains
+// what the host waits for.
+func NewWithPolicy(pol replication.Policy) *Plugin { return &Plugin{policy: pol} }
 
 // Configure implements sdk.Plugin. It decodes [replication.config]
 // strictly: unknown keys and invalid values fail with sdk.ErrInvalidConfig.
@@ -119,6 +126,9 @@ func (p *Plugin) Configure(ctx context.Context, cfg sdk.Config) error {
 		return fmt.Errorf("%s: replication.role = %q: want master or slave: %w", cfg.File, cfg.Role, sdk.ErrInvalidConfig)
 	}
 	p.cfg, p.conf, p.timeout = cfg, c, d
+	if p.policy == nil {
+		p.policy = replication.InSyncReplicas{N: c.WaitReplicas}
+	}
 	return nil
 }
 
@@ -404,8 +414,10 @@ func (p *Plugin) kickReport() {
 	}
 }
 
-// reportLoop sends ReportReplication when something changed, at most
-// every couple of milliseconds.
+// reportLoop sends ReportReplication whenever an acknowledgement (or a
+// slave's arrival or departure) kicked it. Reports coalesce without a
+// timer: one report is in flight at a time, and the kicks that arrive
+// meanwhile leave one wake-up, whose report carries everything since.
 func (p *Plugin) reportLoop() {
 	defer p.wg.Done()
 	for {
@@ -418,34 +430,30 @@ func (p *Plugin) reportLoop() {
 		if err := p.host.ReportReplication(p.ctx, st); err != nil && p.ctx.Err() == nil {
 			p.logf(slog.LevelWarn, "report replication failed", "err", err.Error())
 		}
-		time.Sleep(2 * time.Millisecond) // coalesce
 	}
 }
 
-// state computes the replication state: AckedOffset is the offset at
-// least WaitReplicas connected slaves acknowledged (the highest ack with
-// WaitReplicas 0), never lower than what was reported before.
+// state computes the replication state: the policy says how far the
+// connected slaves' acknowledgements reach (by default, the offset
+// wait_replicas of them acknowledged), and AckedOffset is never lower
+// than what was reported before.
 func (p *Plugin) state() sdk.ReplicationState {
 	pos, _ := p.host.Positions(p.ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var acks []int64
 	st := sdk.ReplicationState{}
+	var rs []replication.Replica
 	for r := range p.replicas {
-		acks = append(acks, r.ack)
-		lag := max(pos.Committed-r.ack, 0)
+		rs = append(rs, replication.Replica{ID: r.addr, Addr: r.addr, Acked: r.ack, Received: r.ack, InSync: true})
 		st.Replicas = append(st.Replicas, sdk.ReplicaState{
-			ID: r.addr, Addr: r.addr, AckOffset: r.ack, LagBytes: lag,
+			ID: r.addr, Addr: r.addr, AckOffset: r.ack, LagBytes: max(pos.Committed-r.ack, 0),
 			InSync: true, Connected: true, LastContact: r.contact,
 		})
 	}
-	slices.SortFunc(acks, func(a, b int64) int { return cmp.Compare(b, a) }) // highest first
-	need := max(p.conf.WaitReplicas, 1)
-	if len(acks) >= need {
-		p.acked = max(p.acked, acks[need-1])
-	}
-	st.AckedOffset = p.acked
-	st.InSync = len(acks)
+	slices.SortFunc(rs, func(a, b replication.Replica) int { return strings.Compare(a.ID, b.ID) }) // as Policy's contract says
+	v := p.policy.Acknowledge(pos.Committed, rs)
+	p.acked = max(p.acked, v.Acked)
+	st.AckedOffset, st.InSync = p.acked, v.InSync
 	return st
 }
 
