@@ -50,14 +50,17 @@ func (a *app) serve(args []string) error {
 		log.Warn("profile", "warning", w)
 	}
 	ctx := context.Background()
+	// Signals are caught before the node starts: one that arrives while it
+	// is starting stops it as soon as it has, instead of killing the
+	// process mid-start (the next start would recover as after a crash).
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
 	log.Info("starting keel", "version", a.version, "profile", *prof, "data", p.Store.Dir, "pid", os.Getpid())
 	n, err := host.Start(ctx, p, host.Options{Logger: log, Catalog: a.catalog})
 	if err != nil {
 		return startError{err}
 	}
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
 	s := <-sig
 	log.Info("shutting down (a second signal forces exit)", "signal", s.String())
 	done := make(chan error, 1)

@@ -91,13 +91,9 @@ func openIndex(dir string, precisionMs, slots int64, log *slog.Logger) (ix *inde
 func (ix *index) revert() error {
 	end := ix.c.LogEnd
 	n := 0
-	for i := int64(0); i < ix.wh.n; i++ {
-		s, ok, err := ix.wh.raw(i)
-		if err != nil {
-			return err
-		}
-		if !ok || s.num <= 0 || s.last < end {
-			continue
+	err := ix.wh.scan(func(i int64, s slot) error {
+		if s.num <= 0 || s.last < end {
+			return nil
 		}
 		pos := s.last
 		for pos >= end && s.num > 0 {
@@ -117,6 +113,10 @@ func (ix *index) revert() error {
 		}
 		ix.wh.dirty[i] = s
 		n++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if n > 0 {
 		ix.log.Info("timer wheel reverted to its checkpoint", "slots", n)

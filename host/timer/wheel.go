@@ -43,6 +43,36 @@ func (w *wheel) raw(i int64) (slot, bool, error) {
 	return s, ok, nil
 }
 
+// scan calls fn for every non-empty slot as stored (dirty or on file), in
+// index order, reading the file in large blocks: a wheel has hundreds of
+// thousands of slots, and one read per slot made opening it take a
+// second.
+func (w *wheel) scan(fn func(i int64, s slot) error) error {
+	const perBlock = 2048
+	buf := make([]byte, perBlock*slotSize)
+	for base := int64(0); base < w.n; base += perBlock {
+		k := min(perBlock, w.n-base)
+		b := buf[:k*slotSize]
+		if _, err := w.f.ReadAt(b, base*slotSize); err != nil {
+			return fmt.Errorf("read timer wheel slots %d..%d: %w", base, base+k, err)
+		}
+		for j := int64(0); j < k; j++ {
+			i := base + j
+			s, ok := w.dirty[i]
+			if !ok {
+				s, ok = decodeSlot(b[j*slotSize : (j+1)*slotSize])
+			}
+			if !ok {
+				continue
+			}
+			if err := fn(i, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // get is tick's slot (empty if the slot holds another tick).
 func (w *wheel) get(tick int64) (slot, error) {
 	s, ok, err := w.raw(w.index(tick))
