@@ -156,7 +156,11 @@ func (s *Service) readOps(from int64) (int64, []opEntry, error) {
 // did not pass.
 func (s *Service) scanHalf(ctx context.Context, from int64, done map[int64]bool, start time.Time) (int64, error) {
 	off := from
-	for ctx.Err() == nil && s.cfg.Now().Sub(start) < maxRound {
+	// The round checks the half messages dispatched when it began, never
+	// the copies it appends itself (their store time is no guide when the
+	// clock is not the log's).
+	limit := s.cfg.Log.MaxQueueOffset(HalfTopic, queueID)
+	for ctx.Err() == nil && off < limit && s.cfg.Now().Sub(start) < maxRound {
 		res, err := s.cfg.Log.GetMessages(HalfTopic, queueID, off, batchCount, batchBytes, nil)
 		if err != nil {
 			return off, fmt.Errorf("read half queue at %d: %w", off, err)
@@ -187,6 +191,9 @@ func (s *Service) scanHalf(ctx context.Context, from int64, done map[int64]bool,
 				continue
 			}
 			off = rec.QueueOffset
+			if off >= limit {
+				return off, nil // appended after the round began
+			}
 			if done[off] {
 				off++
 				continue

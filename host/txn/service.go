@@ -17,6 +17,9 @@ type Log interface {
 	// ReadRecord returns a copy of the whole record at log offset off;
 	// an error when no record starts there.
 	ReadRecord(off int64) ([]byte, error)
+	// MaxQueueOffset is the next queue offset of topic/queueID as
+	// dispatched (0 for a queue that does not exist).
+	MaxQueueOffset(topic string, queueID int32) int64
 }
 
 // Offsets is where the check service keeps its progress: the consumer
