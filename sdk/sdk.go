@@ -266,9 +266,12 @@ type ReplicationPolicy struct {
 
 // ReplicationState is a replicator's progress report.
 type ReplicationState struct {
-	// AckedOffset: every byte below it is acknowledged by at least
-	// WaitReplicas in-sync replicas (in the policy's sense: received or
-	// flushed). Never decreases while the plugin runs.
+	// AckedOffset: every byte below it is held by the replicas the
+	// replicator's own rule counts (by default at least WaitReplicas
+	// in-sync replicas, received or flushed as the plugin says; with
+	// sdk/replication, its Policy decides which replicas count), and
+	// never beyond what those replicas hold. Never decreases while the
+	// plugin runs.
 	AckedOffset int64
 	// InSync is the number of replicas currently in the in-sync set.
 	InSync int
