@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core"
-	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
@@ -76,19 +75,16 @@ type Node struct {
 
 	metrics *nodeMetrics
 	cache   *readCache // nil when store.read_cache is 0
-	// schedule delivers delayed messages; it runs while this node is a
-	// serving master (startSchedule, stopSchedule). Nil until the store is
-	// open.
-	schedule *schedule.Service
-	// timer delivers timer messages, alongside schedule (startSchedule,
-	// stopSchedule); nil until the store is open, and while
-	// store.timer_enable is false. timerRule is the put path's rule.
+	// The services only a master runs (masterservices.go): started and
+	// stopped together by startMasterServices and stopMasterServices; nil
+	// until the store is open. schedule delivers delayed messages; timer
+	// delivers timer messages (nil while store.timer_enable is false;
+	// timerRule is the put path's rule); txn decides transactional
+	// messages and checks undecided ones (END_TRANSACTION is refused while
+	// it does not run).
+	schedule  *schedule.Service
 	timer     *timer.Service
 	timerRule timer.Rule
-	// txn decides transactional messages and checks undecided ones; its
-	// checks run alongside schedule (startSchedule, stopSchedule), and
-	// END_TRANSACTION is refused while they do not. Nil until the store is
-	// open.
 	txn *txn.Service
 
 	mu        sync.Mutex
@@ -171,114 +167,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	if !n.slave.Load() {
-		n.startSchedule()
+		n.startMasterServices()
 	}
 	return nil
-}
-
-// newSchedule is the delay level delivery service over the node's store:
-// it reads the schedule queues, appends through the node's write path (so
-// the write gate applies), and counts a delivery durable once it is
-// flushed (the service asks for the flush, whatever the flush strategy)
-// and acknowledged by the node's policy (sdk/storehost Ack).
-func (n *Node) newSchedule() *schedule.Service {
-	be := backend{n}
-	return schedule.New(schedule.Config{
-		Levels:  n.prof.Store.DelayLevels(),
-		Log:     n.store,
-		Offsets: n.store.Meta().DelayOffsets,
-		Append: func(msgs []*record.Message) ([]core.AppendResult, error) {
-			return be.Append(context.Background(), msgs)
-		},
-		Durable: func(end int64, done func(bool)) {
-			n.store.OnFlushed(end, scheduleFlushWait, func(ok bool) {
-				if !ok {
-					done(false)
-					return
-				}
-				n.host.Ack(n.ackPolicy(), end, func(st storehost.AckStatus) { done(st == storehost.AckOK) })
-			})
-		},
-		Flush: func() error {
-			_, err := n.store.Flush()
-			return err
-		},
-		Logger: n.log.With("component", "schedule"),
-	})
-}
-
-// newTimer is the timer message service over the node's store, on the
-// delay level service's write path and durability rule, with its index in
-// <store.dir>/timer; nil (and a rule that refuses timers) when
-// store.timer_enable is false.
-func (n *Node) newTimer() (*timer.Service, timer.Rule) {
-	st := n.prof.Store
-	if !st.TimerEnable {
-		return nil, timer.Rule{}
-	}
-	be := backend{n}
-	svc := timer.New(timer.Config{
-		Dir:       filepath.Join(st.Dir, "timer"),
-		Precision: time.Duration(st.TimerPrecision),
-		MaxDelay:  time.Duration(st.TimerMaxDelay),
-		Log:       n.store,
-		Progress:  n.store.Meta().DelayOffsets,
-		Append: func(msgs []*record.Message) ([]core.AppendResult, error) {
-			return be.Append(context.Background(), msgs)
-		},
-		Durable: func(end int64, done func(bool)) {
-			n.store.OnFlushed(end, scheduleFlushWait, func(ok bool) {
-				if !ok {
-					done(false)
-					return
-				}
-				n.host.Ack(n.ackPolicy(), end, func(st storehost.AckStatus) { done(st == storehost.AckOK) })
-			})
-		},
-		Flush: func() error {
-			_, err := n.store.Flush()
-			return err
-		},
-		Logger: n.log.With("component", "timer"),
-	})
-	return svc, svc.Rule()
-}
-
-// scheduleFlushWait bounds one wait for a delivered delayed message to be
-// flushed; the service waits again after it.
-const scheduleFlushWait = 10 * time.Second
-
-// startSchedule starts delivering delayed messages. It is called once this
-// node serves as master: at start on a master, and on Promote. A demotion
-// must call stopSchedule before the node takes a slave's role (meanwhile
-// the write gate refuses the service's appends, and it retries without
-// moving its offsets).
-func (n *Node) startSchedule() {
-	if n.schedule != nil {
-		n.schedule.Start()
-	}
-	if n.timer != nil {
-		if err := n.timer.Start(); err != nil {
-			n.log.Error("timer messages are not delivered", "err", err)
-		}
-	}
-	if n.txn != nil {
-		n.txn.Start()
-	}
-}
-
-// stopSchedule stops delivering delayed messages, persisting the levels'
-// offsets (schedule.Service.Stop).
-func (n *Node) stopSchedule() {
-	if n.schedule != nil {
-		n.schedule.Stop()
-	}
-	if n.timer != nil {
-		n.timer.Stop()
-	}
-	if n.txn != nil {
-		n.txn.Stop()
-	}
 }
 
 // abortStart closes what a failed start opened, in Stop's order.
@@ -550,7 +441,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		// Delayed deliveries stop first, while the store still takes
 		// their appends and flushes them.
-		n.stopSchedule()
+		n.stopMasterServices()
 		if n.broker != nil {
 			// Held long polls are answered first; give the connection
 			// writers a moment to send those answers before closing.

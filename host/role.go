@@ -26,7 +26,7 @@ func (n *Node) Promote(ctx context.Context) (int32, error) {
 	// Acks now follow the replicator's policy (a slave's was empty).
 	n.setReplicationPolicy(n.repl.AckPolicy())
 	n.setSlave(false)
-	n.startSchedule() // a master delivers the delayed messages it holds
+	n.startMasterServices() // a master delivers the delayed, timer and transaction messages it holds
 	n.log.Warn("promoted to master", "epoch", ep)
 	return ep, nil
 }

@@ -1,11 +1,8 @@
 package host
 
 import (
-	"context"
 	"time"
 
-	"github.com/keelmq/keel/core"
-	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/txn"
 )
@@ -17,14 +14,11 @@ import (
 // consumer offset table, and checks producers through the broker (which
 // listen creates; checks run only after it has).
 func (n *Node) newTxn() *txn.Service {
-	be := backend{n}
 	st := n.prof.Store
 	return txn.New(txn.Config{
 		Log:     n.store,
 		Offsets: n.store.Meta().ConsumerOffsets,
-		Append: func(msgs []*record.Message) ([]core.AppendResult, error) {
-			return be.Append(context.Background(), msgs)
-		},
+		Append:  n.serviceAppend,
 		Check: func(group string, c txn.Check) error {
 			b := n.broker // set by listen, before the service starts
 			if b == nil {
@@ -32,10 +26,7 @@ func (n *Node) newTxn() *txn.Service {
 			}
 			return b.CheckTransactionState(group, c)
 		},
-		Flush: func() error {
-			_, err := n.store.Flush()
-			return err
-		},
+		Flush:     n.serviceFlush,
 		Interval:  time.Duration(st.TransactionCheckInterval),
 		Timeout:   time.Duration(st.TransactionTimeout),
 		MaxChecks: st.TransactionCheckMax,
