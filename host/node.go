@@ -85,7 +85,7 @@ type Node struct {
 	schedule  *schedule.Service
 	timer     *timer.Service
 	timerRule timer.Rule
-	txn *txn.Service
+	txn       *txn.Service
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
