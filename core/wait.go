@@ -104,3 +104,7 @@ func (s *Store) DispatchSignal() <-chan struct{} {
 	}
 	return s.dispatchedN.wait()
 }
+
+// Closed reports whether Close has begun: the store takes no more writes
+// and its signals (DispatchSignal) are closed for good.
+func (s *Store) Closed() bool { return s.closed.Load() }

@@ -110,16 +110,12 @@ func (h *pullHolds) watch(st *core.Store) {
 		// The signal is taken before the check, so a dispatch during
 		// or after it is not missed.
 		sig := st.DispatchSignal()
-		closed := false
-		select {
-		case <-sig:
-			// Closed already: the store is closed, or a dispatch came
-			// in between; waking every wait is right for the first and
-			// a spurious wake-up (allowed) for the second.
-			closed = true
-		default:
-		}
-		if !h.check(st, closed) {
+		// A dispatch between taking the signal and the check is seen by
+		// the check (it reads each queue's max afterwards) and closes
+		// sig, so the loop looks once more; only a closed store wakes
+		// every wait (waking all on every such race woke the queues
+		// nobody wrote to under a busy dispatcher).
+		if !h.check(st, st.Closed()) {
 			return
 		}
 		<-sig
