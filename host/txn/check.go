@@ -246,9 +246,9 @@ func (s *Service) checkHalf(rec *record.Record) error {
 // checkOf is the check of the half message copy m stored at r: its
 // offsets, its UNIQ_KEY and its record with its real topic and queue.
 func checkOf(m *record.Message, r core.AppendResult) (Check, error) {
-	topic, q, err := realQueueOf(m.Properties, r.PhysOffset)
+	topic, q, err := record.RealTarget(m.Properties)
 	if err != nil {
-		return Check{}, err
+		return Check{}, fmt.Errorf("half record at %d: %w", r.PhysOffset, err)
 	}
 	real := *m
 	real.Topic, real.QueueID = topic, q

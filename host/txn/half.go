@@ -69,42 +69,12 @@ func withTransactionType(sysFlag, t int32) int32 {
 	return sysFlag&^record.SysFlagTransactionMask | t
 }
 
-// realQueue is the real topic and queue of a half record.
-func realQueue(rec *record.Record) (string, int32, error) {
-	return realQueueOf(rec.Properties, rec.PhysOffset)
-}
-
-// realQueueOf reads REAL_TOPIC and REAL_QID from the properties of the
-// half record at log offset at.
-func realQueueOf(props []byte, at int64) (string, int32, error) {
-	topic, _ := record.GetProperty(props, record.PropertyRealTopic)
-	if topic == "" {
-		return "", 0, fmt.Errorf("half record at %d has no %s", at, record.PropertyRealTopic)
-	}
-	qs, _ := record.GetProperty(props, record.PropertyRealQueueID)
-	q, err := strconv.ParseInt(qs, 10, 32)
-	if err != nil || q < 0 {
-		return "", 0, fmt.Errorf("half record at %d has %s %q, not a queue id", at, record.PropertyRealQueueID, qs)
-	}
-	return topic, int32(q), nil
-}
-
-// copyOf is rec as a message to append: body, flag, sysFlag, born time and
-// host, store host, reconsume times and properties kept; topic and queue
-// are the caller's.
+// copyOf is rec as a message to append (Record.Message) with topic, queue
+// and properties the caller's.
 func copyOf(rec *record.Record, topic string, queue int32, props []byte) *record.Message {
-	return &record.Message{
-		Topic:          topic,
-		QueueID:        queue,
-		Flag:           rec.Flag,
-		Body:           rec.Body,
-		Properties:     props,
-		SysFlag:        rec.SysFlag,
-		BornTimestamp:  rec.BornTimestamp,
-		BornHost:       rec.BornHost,
-		StoreHost:      rec.StoreHost,
-		ReconsumeTimes: rec.ReconsumeTimes,
-	}
+	m := rec.Message()
+	m.Topic, m.QueueID, m.Properties = topic, queue, props
+	return m
 }
 
 // committed is the message a commit of the half record rec appends: rec in
@@ -115,14 +85,10 @@ func copyOf(rec *record.Record, topic string, queue int32, props []byte) *record
 // (RocketMQ's endMessageTransaction). The store stamps a new store time:
 // unlike RocketMQ, the half record's is not kept.
 func committed(rec *record.Record) (*record.Message, error) {
-	topic, q, err := realQueue(rec)
+	m, err := record.ToRealTarget(rec, record.PropertyTransactionPrepared, record.PropertyRealTopic, record.PropertyRealQueueID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("half %w", err)
 	}
-	p := record.RemoveProperty(rec.Properties, record.PropertyTransactionPrepared)
-	p = record.RemoveProperty(p, record.PropertyRealTopic)
-	p = record.RemoveProperty(p, record.PropertyRealQueueID)
-	m := copyOf(rec, topic, q, p)
 	m.SysFlag = withTransactionType(rec.SysFlag, record.SysFlagTransactionCommit)
 	m.PreparedTransactionOffset = rec.PhysOffset
 	return m, nil
