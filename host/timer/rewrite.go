@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/schedule"
+	"github.com/keelmq/keel/host/txn"
 )
 
 // Topic is RocketMQ's timer topic: a timer message is stored there, in
@@ -60,8 +61,8 @@ type Rule struct {
 // broker answers MESSAGE_ILLEGAL); a timer message while r is not Enabled
 // is ErrDisabled. m.Properties is replaced, never modified in place.
 func (r Rule) Rewrite(m *record.Message, now time.Time) (dueMs int64, err error) {
-	if m.Topic == schedule.Topic {
-		return 0, nil
+	if m.Topic == schedule.Topic || m.Topic == txn.HalfTopic {
+		return 0, nil // parked already: a delay level wins over a timer, and a half message is timed only once committed
 	}
 	name, v, ok := timerProperty(m.Properties)
 	if !ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host/txn"
 )
 
 // memProgress is a Progress in memory.
@@ -162,6 +163,13 @@ func TestRewriteRules(t *testing.T) {
 	}
 	if _, err := r.Rewrite(msg(PropertyDelayMS, "x"), now); err == nil {
 		t.Fatal("a non-integer accepted")
+	}
+	// A half message (already parked in the half topic by the
+	// transaction rewrite) is not timed before it is committed.
+	half := msg(record.PropertyTimerDelaySec, "3")
+	half.Topic = txn.HalfTopic
+	if due, err := r.Rewrite(half, now); err != nil || due != 0 || half.Topic != txn.HalfTopic {
+		t.Fatalf("half message: due %d, topic %s, %v; want it left alone", due, half.Topic, err)
 	}
 	if _, err := (Rule{}).Rewrite(msg(PropertyDelayMS, "5"), now); err != ErrDisabled {
 		t.Fatalf("disabled: %v", err)
