@@ -1,7 +1,6 @@
 package host
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -30,6 +29,7 @@ type writeGate struct {
 // gateRefusal is why the gate is closed.
 type gateRefusal struct {
 	err error
+	why string // the reason alone, as /status shows it
 	// plugin is set when the reason is a plugin that is down: such a
 	// refusal counts as an append error in /metrics (a slave or a fenced
 	// master refusing writes is their normal state, not an error).
@@ -41,12 +41,15 @@ func (g *writeGate) update(n *Node) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var r *gateRefusal
+	refuse := func(why string, plugin bool) *gateRefusal {
+		return &gateRefusal{err: fmt.Errorf("%w: %s", remoting.ErrServiceUnavailable, why), why: why, plugin: plugin}
+	}
 	if n.slave.Load() {
-		r = &gateRefusal{err: fmt.Errorf("%w: this broker is a slave; send to the master", remoting.ErrServiceUnavailable)}
+		r = refuse("this broker is a slave; send to the master", false)
 	} else if why := n.fenced(); why != "" {
-		r = &gateRefusal{err: fmt.Errorf("%w: writes fenced by replication: %s", remoting.ErrServiceUnavailable, why)}
+		r = refuse("writes fenced by replication: "+why, false)
 	} else if why := n.pluginsDegraded(); why != "" {
-		r = &gateRefusal{err: fmt.Errorf("%w: %s", remoting.ErrServiceUnavailable, why), plugin: true}
+		r = refuse(why, true)
 	}
 	g.why.Store(r)
 }
@@ -74,28 +77,15 @@ func (n *Node) setSlave(slave bool) {
 	n.gate.update(n)
 }
 
-// WriteRefusal is why this node would refuse a send right now, or nil:
-// the write gate's reason first, then the store's own (core.Store.Writable).
-// It is the text /status reports as "writable".
-func (n *Node) WriteRefusal() error {
+// WriteRefusal is why this node would refuse a send right now, as /status
+// shows it ("writable"): "yes", or the write gate's reason, else the
+// store's own (core.Store.Writable).
+func (n *Node) WriteRefusal() string {
 	if r := n.gate.refused(); r != nil {
-		return r.err
+		return r.why
 	}
 	if err := n.store.Writable(); err != nil {
-		return err
+		return err.Error()
 	}
-	return nil
-}
-
-// refusalText is WriteRefusal as /status shows it: "yes", or the reason
-// without the response-code prefix.
-func refusalText(err error) string {
-	if err == nil {
-		return "yes"
-	}
-	s := err.Error()
-	if p := remoting.ErrServiceUnavailable.Error() + ": "; len(s) > len(p) && errors.Is(err, remoting.ErrServiceUnavailable) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
+	return "yes"
 }

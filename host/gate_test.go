@@ -42,7 +42,7 @@ func TestWriteGate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: send refused: %v", step, err)
 			}
-			if got := refusalText(n.WriteRefusal()); got != "yes" {
+			if got := n.WriteRefusal(); got != "yes" {
 				t.Fatalf("%s: status writable %q, want yes", step, got)
 			}
 			return
@@ -50,7 +50,7 @@ func TestWriteGate(t *testing.T) {
 		if !errors.Is(err, remoting.ErrServiceUnavailable) || !strings.Contains(err.Error(), sub) {
 			t.Fatalf("%s: send got %v, want SERVICE_NOT_AVAILABLE naming %q", step, err, sub)
 		}
-		if got := refusalText(n.WriteRefusal()); !strings.Contains(got, sub) || strings.HasPrefix(got, remoting.ErrServiceUnavailable.Error()) {
+		if got := n.WriteRefusal(); !strings.Contains(got, sub) || strings.HasPrefix(got, remoting.ErrServiceUnavailable.Error()) {
 			t.Fatalf("%s: status writable %q, want the reason %q alone", step, got, sub)
 		}
 	}
@@ -94,7 +94,7 @@ func TestWriteGate(t *testing.T) {
 	n.setSlave(false)
 	lp.setState(stateRunning, "")
 	s.Close()
-	if got := refusalText(n.WriteRefusal()); !strings.Contains(got, "closed") {
+	if got := n.WriteRefusal(); !strings.Contains(got, "closed") {
 		t.Fatalf("closed store: status writable %q, want the store's reason", got)
 	}
 }

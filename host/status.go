@@ -62,7 +62,7 @@ func (n *Node) Status() StatusReport {
 	if e, ok := n.store.Epochs().Last(); ok {
 		st.Epoch = e.Epoch
 	}
-	st.Writable = refusalText(n.WriteRefusal())
+	st.Writable = n.WriteRefusal()
 	for _, role := range []string{"namesrv", "broker", "admin"} {
 		if a := n.Addr(role); a != "" {
 			st.Listeners[role] = a
