@@ -64,7 +64,16 @@ type load struct {
 	stop atomic.Bool
 	wg   sync.WaitGroup
 	got  *acks
+
+	mu    sync.Mutex
+	stuck string // why a producer gave up, "" when none did
 }
+
+// stuckAfter is how long a producer keeps retrying a master that refuses
+// its appends (fenced, or Append failing) before it gives up and the
+// phase fails with the reason: a master that stays fenced is a failure
+// of the plugin under test, never a reason for the suite to hang.
+const stuckAfter = 2 * syncWithin
 
 // startLoad starts the cluster's producers; each appends at most
 // perProducer records (0: until stopped).
@@ -79,17 +88,33 @@ func (c *cluster) startLoad(tag string, perProducer int, into *acks) *load {
 
 func (l *load) producer(tag string, g, limit int) {
 	defer l.wg.Done()
+	var refusedSince time.Time
+	refused := func(why string) bool {
+		if refusedSince.IsZero() {
+			refusedSince = time.Now()
+		} else if time.Since(refusedSince) > stuckAfter {
+			l.giveUp(fmt.Sprintf("producer %d: the master refused appends for %v: %s", g, stuckAfter, why))
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+		return true
+	}
 	for i := 0; (limit == 0 || i < limit) && !l.stop.Load(); {
 		m := l.c.master.e
-		if f, _ := m.host.Fenced(); f {
-			time.Sleep(2 * time.Millisecond)
+		if f, why := m.host.Fenced(); f {
+			if !refused("fenced: " + why) {
+				return
+			}
 			continue
 		}
 		r, err := m.store.Append(message("ReplP", int32(g%4), fmt.Sprintf("%s-p%d-%d", tag, g, i), fmt.Sprintf("k%d", i%7)))
 		if err != nil {
-			time.Sleep(2 * time.Millisecond)
+			if !refused("append: " + err.Error()) {
+				return
+			}
 			continue
 		}
+		refusedSince = time.Time{}
 		i++
 		done := make(chan storehost.AckStatus, 1)
 		m.host.Ack(l.c.ack, r.End(), func(st storehost.AckStatus) { done <- st })
@@ -100,11 +125,26 @@ func (l *load) producer(tag string, g, limit int) {
 	}
 }
 
-// wait waits for the producers to finish their records.
-func (l *load) wait() { l.wg.Wait() }
+func (l *load) giveUp(why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stuck == "" {
+		l.stuck = why
+	}
+}
 
-// halt stops the producers after their current record.
-func (l *load) halt() {
-	l.stop.Store(true)
+// wait waits for the producers to finish their records (or give up);
+// it returns why one gave up, "" when none did.
+func (l *load) wait() string {
 	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stuck
+}
+
+// halt stops the producers after their current record; it returns why
+// one gave up before, "" when none did.
+func (l *load) halt() string {
+	l.stop.Store(true)
+	return l.wait()
 }

@@ -97,7 +97,9 @@ func (s *scenario) phase(name string, healthy bool) {
 		s.t.Errorf("fault %q: fewer than %d replicas in sync after %v (last report %+v)", name, s.c.pol.WaitReplicas, syncWithin, s.c.master.e.host.Replication())
 	}
 	var got acks
-	s.c.startLoad(name, s.per, &got).wait()
+	if why := s.c.startLoad(name, s.per, &got).wait(); why != "" {
+		s.t.Errorf("fault %q: %s (acknowledgements so far %s, last report %+v)", name, why, got.String(), s.c.master.e.host.Replication())
+	}
 	s.merge(&got)
 	if healthy && got.count(storehost.AckOK) != s.c.o.producers*s.per {
 		s.t.Errorf("fault %q: %d producers × %d records with all replicas up: acknowledgements %s (policy %+v, last report %+v)",
@@ -116,7 +118,9 @@ func (s *scenario) underLoad(name string, fault func()) {
 	time.Sleep(faultDuration / 4)
 	fault()
 	time.Sleep(faultDuration / 2)
-	l.halt()
+	if why := l.halt(); why != "" {
+		s.t.Errorf("fault %q: %s", name, why)
+	}
 	s.merge(&got)
 	s.t.Logf("fault %q: acknowledgements %s", name, got.String())
 }
@@ -144,7 +148,9 @@ func (s *scenario) tooFew() {
 	s.c.p.setFault("too few slaves")
 	var got acks
 	begin := time.Now()
-	s.c.startLoad("few", s.per, &got).wait()
+	if why := s.c.startLoad("few", s.per, &got).wait(); why != "" {
+		s.t.Errorf("%d slaves, policy %+v: %s", len(s.c.slaves), s.c.pol, why)
+	}
 	if n := got.count(storehost.AckSlaveNotAvailable); n != s.c.o.producers*s.per {
 		s.t.Errorf("%d slaves, policy %+v: acknowledgements %s, want SLAVE_NOT_AVAILABLE for all %d", len(s.c.slaves), s.c.pol, got.String(), s.c.o.producers*s.per)
 	}

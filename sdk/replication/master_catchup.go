@@ -6,8 +6,8 @@ import (
 	"slices"
 )
 
-// catchUp pulls [d.From, d.To) from the replica into this master's log,
-// fenced meanwhile, then adopts d.History and begins a new epoch. catchMu
+// catchUp pulls [d.From, d.To) from the replica into this master's log
+// (which ended at end when d was decided), fenced meanwhile, then adopts d.History and begins a new epoch. catchMu
 // is held.
 //
 // Every other connection is closed before the first pulled byte is
@@ -18,10 +18,28 @@ import (
 // appear to hold a divergent tail of its own in an epoch the master no
 // longer has, which fences the master for good. Those replicas re-handshake
 // against the adopted history.
-func (m *master) catchUp(p *peer, d Decision, log *slog.Logger) error {
+//
+// On failure the catch-up fence becomes this replica's fence (its key,
+// p.fenceKey()): the master keeps refusing writes, it may hold part of
+// the replica's bytes, until a later handshake of the same replica
+// streams or catches up (or ForceWrites). A write that reached the log
+// between the decision and the fence fails the catch-up the same way;
+// the replica's next handshake then decides on the log as it is.
+func (m *master) catchUp(p *peer, d Decision, end int64, log *slog.Logger) (err error) {
 	m.setFence(fenceCatchUp, d.Reason)
+	defer func() {
+		if err != nil {
+			m.setFence(p.fenceKey(), "catch-up from replica "+p.id+" failed: "+err.Error())
+			m.clearFence(fenceCatchUp)
+		}
+	}()
 	m.closePeers(p.conn)
 	m.report(m.ctx, true)
+	if pos, err := m.host.Positions(m.ctx); err != nil {
+		return fmt.Errorf("read positions before catch-up: %w", err)
+	} else if pos.Committed != end {
+		return fmt.Errorf("the log moved from %d to %d after the decision to catch up", end, pos.Committed)
+	}
 	c := p.conn
 	if err := c.WriteFrame(true, FramePull, Pull{From: d.From, To: d.To}.Marshal()); err != nil {
 		return err

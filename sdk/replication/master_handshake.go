@@ -112,7 +112,7 @@ func (m *master) settle(p *peer, slave View, log *slog.Logger) (done bool) {
 	case Stream:
 		return m.admit(p, d, log)
 	case CatchUp:
-		return m.catchUpFrom(p, d, log)
+		return m.catchUpFrom(p, d, mv.End, log)
 	case Fence:
 		m.fenceFor(p, d)
 		return true
@@ -159,11 +159,12 @@ func (m *master) admit(p *peer, d Decision, log *slog.Logger) (done bool) {
 
 // catchUpFrom acts on a CatchUp decision; catchMu is held on entry and
 // released by catchUpFrom. It pulls what the replica has beyond the
-// master (see catchUp); on success it lifts any fence this replica set
-// and returns false (decide again, now level), on failure the master
-// stays fenced, the replica is told why, and it returns true.
-func (m *master) catchUpFrom(p *peer, d Decision, log *slog.Logger) (done bool) {
-	err := m.catchUp(p, d, log)
+// master (see catchUp; end is the master's log end d was decided on); on
+// success it lifts any fence this replica set and returns false (decide
+// again, now level), on failure the master stays fenced under this
+// replica's key, the replica is told why, and it returns true.
+func (m *master) catchUpFrom(p *peer, d Decision, end int64, log *slog.Logger) (done bool) {
+	err := m.catchUp(p, d, end, log)
 	if err == nil {
 		m.clearFence(p.fenceKey())
 	}

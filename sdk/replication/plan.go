@@ -87,16 +87,20 @@ type Decision struct {
 //     whole log before it accepts a write: nothing the slave holds is lost
 //     and no consumer offset ever points past the master's log.
 //  3. Otherwise the consistent point p comes from the epoch histories
-//     (epoch.FindConsistentPoint, the slave as the local side). If only the
-//     slave holds bytes past p, the master is behind (it lost data): it
-//     catches up from the slave. If only the master does, the slave
-//     truncates to p (nothing, when it ends there) and streams.
-//  4. If both hold bytes past p, the slave's tail is cut only when the
-//     master's last epoch is newer and a takeover epoch lies between the
-//     slave's last epoch and the master's: the returning old master case.
-//     Any other conflict fences the master: both tails may hold
-//     acknowledged messages, and an operator chooses (ForceWrites keeps the
-//     master's, which records a takeover epoch).
+//     (epoch.FindConsistentPoint, the slave as the local side). A slave
+//     that holds nothing past p streams from p (truncating the master's
+//     view of it to p is a no-op).
+//  4. A slave's tail past p is cut when the master's last epoch is newer
+//     and a takeover epoch lies between the slave's last epoch and the
+//     master's: the returning old master case, whether or not the master
+//     has written in its takeover epoch yet (so the answer does not
+//     depend on whether the new master's first write came before this
+//     handshake).
+//  5. Otherwise, if only the slave holds bytes past p, the master is
+//     behind (it lost data): it catches up from the slave.
+//  6. If both hold bytes past p, the master is fenced: both tails may
+//     hold acknowledged messages, and an operator chooses (ForceWrites
+//     keeps the master's, which records a takeover epoch).
 //
 // Histories without epochs (logs written before epochs existed) fall back
 // to comparing offsets, as classic RocketMQ does, but a slave ahead of the
@@ -129,9 +133,13 @@ func Decide(master, slave View) Decision {
 		return Decision{Action: Refuse, Reason: fmt.Sprintf("epoch histories do not compare: %v", err)}
 	}
 	slaveExtra, masterExtra := slave.End > p, master.End > p
+	lastS, lastM := slave.LastEpoch(), master.LastEpoch()
+	superseded := lastM > lastS && takeoverIn(lastS, lastM, master.Takeovers, slave.Takeovers)
 	switch {
 	case !slaveExtra:
 		return streamFrom(master, slave, p)
+	case superseded:
+		return streamFrom(master, slave, p) // rule 4
 	case !masterExtra:
 		hist := mergeAt(master.Epochs, slave.Epochs, p)
 		if p < slave.Min || epoch.Validate(toEntries(hist)) != nil {
@@ -141,10 +149,6 @@ func Decide(master, slave View) Decision {
 		}
 		return Decision{Action: CatchUp, From: p, To: slave.End, History: hist,
 			Reason: fmt.Sprintf("replica holds [%d,%d) that this master lacks (lost from its disk?): catching up from the replica before accepting writes", p, slave.End)}
-	}
-	lastS, lastM := slave.LastEpoch(), master.LastEpoch()
-	if lastM > lastS && takeoverIn(lastS, lastM, master.Takeovers, slave.Takeovers) {
-		return streamFrom(master, slave, p) // the replica's divergent tail is superseded
 	}
 	if lastS > lastM {
 		return Decision{Action: Fence, Reason: fmt.Sprintf(

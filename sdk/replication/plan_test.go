@@ -50,6 +50,9 @@ func TestDecide(t *testing.T) {
 			master: View{End: 500, Epochs: e(1, 0, 2, 100, 4, 200), Takeovers: []int32{4}},
 			slave:  View{End: 400, Epochs: e(1, 0, 2, 100, 3, 250)},
 			action: Stream, from: 200, history: e(1, 0, 2, 100, 4, 200)},
+		{name: "promoted master that has not written yet cuts the returning old master's tail",
+			master: View{End: 500, Epochs: e(1, 0, 2, 500), Takeovers: []int32{2}}, slave: View{End: 800, Epochs: e(1, 0)},
+			action: Stream, from: 500, history: e(1, 0, 2, 500)},
 		{name: "master lost its tail and wrote since (restart epoch, no takeover): fence",
 			master: View{End: 600, Epochs: e(1, 0, 2, 500)}, slave: View{End: 800, Epochs: e(1, 0)},
 			action: Fence, reason: "ForceWrites"},
@@ -206,8 +209,15 @@ func TestDecideProperty(t *testing.T) {
 		if slavePrefix && d.Action != Stream {
 			rt.Fatalf("a slave that is a prefix of the master got %v", d.Action)
 		}
-		if masterPrefix && !slavePrefix && mv.End > 0 && d.Action != CatchUp {
-			rt.Fatalf("a master that is a prefix of the slave got %v (%s)", d.Action, d.Reason)
+		// A master that is a prefix of the slave catches up from it,
+		// unless a takeover it began supersedes the slave's tail: then the
+		// slave streams from the master's end, as when the master has
+		// written in its takeover epoch already.
+		superseded := mv.LastEpoch() > sv.LastEpoch() && takeoverIn(sv.LastEpoch(), mv.LastEpoch(), takeovers)
+		if masterPrefix && !slavePrefix && mv.End > 0 {
+			if want := map[bool]Action{false: CatchUp, true: Stream}[superseded]; d.Action != want {
+				rt.Fatalf("a master that is a prefix of the slave got %v (%s), want %v (takeover superseding the slave's tail: %v)", d.Action, d.Reason, want, superseded)
+			}
 		}
 	})
 }
