@@ -150,3 +150,70 @@ const (
 	// consumer.
 	ConsumerNotOnline int16 = 206
 )
+
+// Request codes of broker registration with stateless name servers
+// (host/namesrv).
+const (
+	// CodeRegisterBroker is REGISTER_BROKER: a broker announces itself and
+	// its topic table to a name server.
+	CodeRegisterBroker int16 = 103
+	// CodeUnregisterBroker is UNREGISTER_BROKER, sent by a broker at
+	// shutdown.
+	CodeUnregisterBroker int16 = 104
+	// CodeQueryDataVersion is QUERY_DATA_VERSION: a broker asks whether the
+	// name server holds an older topic-table version than its own.
+	CodeQueryDataVersion int16 = 322
+)
+
+// Controller mode (issue #18, the raft controller in host/controller):
+// request codes (RocketMQ RequestCode 904, 1001–1006) and the controller's
+// response codes (RocketMQ ResponseCode 2000–2016).
+const (
+	// CodeBrokerHeartbeat is BROKER_HEARTBEAT: a broker's liveness and
+	// log position, sent to the controller leader.
+	CodeBrokerHeartbeat int16 = 904
+	// CodeControllerAlterSyncStateSet is CONTROLLER_ALTER_SYNC_STATE_SET:
+	// a master changes its group's SyncStateSet.
+	CodeControllerAlterSyncStateSet int16 = 1001
+	// CodeControllerElectMaster is CONTROLLER_ELECT_MASTER.
+	CodeControllerElectMaster int16 = 1002
+	// CodeControllerRegisterBroker is CONTROLLER_REGISTER_BROKER.
+	CodeControllerRegisterBroker int16 = 1003
+	// CodeControllerGetReplicaInfo is CONTROLLER_GET_REPLICA_INFO.
+	CodeControllerGetReplicaInfo int16 = 1004
+	// CodeControllerGetMetadataInfo is CONTROLLER_GET_METADATA_INFO.
+	CodeControllerGetMetadataInfo int16 = 1005
+	// CodeControllerGetSyncStateData is CONTROLLER_GET_SYNC_STATE_DATA.
+	CodeControllerGetSyncStateData int16 = 1006
+
+	// ControllerFencedMasterEpoch is CONTROLLER_FENCED_MASTER_EPOCH: the
+	// request names an older master epoch than the controller's.
+	ControllerFencedMasterEpoch int16 = 2000
+	// ControllerFencedSyncStateSetEpoch is
+	// CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH.
+	ControllerFencedSyncStateSetEpoch int16 = 2001
+	// ControllerInvalidMaster is CONTROLLER_INVALID_MASTER.
+	ControllerInvalidMaster int16 = 2002
+	// ControllerInvalidReplicas is CONTROLLER_INVALID_REPLICAS.
+	ControllerInvalidReplicas int16 = 2003
+	// ControllerMasterNotAvailable is CONTROLLER_MASTER_NOT_AVAILABLE.
+	ControllerMasterNotAvailable int16 = 2004
+	// ControllerInvalidRequest is CONTROLLER_INVALID_REQUEST.
+	ControllerInvalidRequest int16 = 2005
+	// ControllerBrokerNotAlive is CONTROLLER_BROKER_NOT_ALIVE.
+	ControllerBrokerNotAlive int16 = 2006
+	// ControllerNotLeader is CONTROLLER_NOT_LEADER: ask the leader.
+	ControllerNotLeader int16 = 2007
+	// ControllerBrokerNeedToBeRegistered is
+	// CONTROLLER_BROKER_NEED_TO_BE_REGISTERED.
+	ControllerBrokerNeedToBeRegistered int16 = 2010
+	// ControllerMasterStillExist is CONTROLLER_MASTER_STILL_EXIST.
+	ControllerMasterStillExist int16 = 2011
+	// ControllerElectMasterFailed is CONTROLLER_ELECT_MASTER_FAILED.
+	ControllerElectMasterFailed int16 = 2012
+	// ControllerAlterSyncStateSetFailed is
+	// CONTROLLER_ALTER_SYNC_STATE_SET_FAILED.
+	ControllerAlterSyncStateSetFailed int16 = 2013
+	// ControllerBrokerIDInvalid is CONTROLLER_BROKER_ID_INVALID.
+	ControllerBrokerIDInvalid int16 = 2014
+)
