@@ -217,3 +217,22 @@ const (
 	// ControllerBrokerIDInvalid is CONTROLLER_BROKER_ID_INVALID.
 	ControllerBrokerIDInvalid int16 = 2014
 )
+
+// Admin request codes of issue #17 (reset offset by time, consumers of a
+// topic, store cleaning; RocketMQ's RequestCode).
+const (
+	// CodeInvokeBrokerToResetOffset is INVOKE_BROKER_TO_RESET_OFFSET:
+	// move a group's offsets on a topic to the first message stored at or
+	// after a time.
+	CodeInvokeBrokerToResetOffset int16 = 222
+	// CodeResetConsumerClientOffset is RESET_CONSUMER_CLIENT_OFFSET,
+	// broker → consumer, oneway: the new offsets of a reset.
+	CodeResetConsumerClientOffset int16 = 220
+	// CodeQueryTopicConsumeByWho is QUERY_TOPIC_CONSUME_BY_WHO: the groups
+	// consuming a topic.
+	CodeQueryTopicConsumeByWho int16 = 300
+	// CodeCleanExpiredConsumeQueue is CLEAN_EXPIRED_CONSUMEQUEUE.
+	CodeCleanExpiredConsumeQueue int16 = 306
+	// CodeCleanUnusedTopic is CLEAN_UNUSED_TOPIC.
+	CodeCleanUnusedTopic int16 = 316
+)
