@@ -23,7 +23,7 @@
 //	max_lag = "256MiB"              # beyond this a replica leaves the in-sync set
 //	ack_on = "received"             # or "flushed": what a replica's ack means
 //	visible_after_replicated = false
-//	sync_meta_interval = "10s"
+//	sync_meta_interval = "1s"
 //	reconnect_backoff = "200ms"
 //	reconnect_backoff_max = "5s"
 //	handshake_timeout = "10s"

@@ -15,7 +15,7 @@ const (
 	DefaultIdleTimeout         = 20 * time.Second // haHousekeepingInterval
 	DefaultMaxLag              = 256 << 20        // haMaxGapNotInSync
 	DefaultTimeout             = 3 * time.Second  // slaveTimeout
-	DefaultSyncMetaInterval    = 10 * time.Second
+	DefaultSyncMetaInterval    = time.Second      // RocketMQ syncs every 10 s; a failover loses at most this much metadata
 	DefaultReconnectBackoff    = 200 * time.Millisecond
 	DefaultReconnectBackoffMax = 5 * time.Second // RocketMQ's slave reconnects every 5 s
 	DefaultHandshakeTimeout    = 10 * time.Second
