@@ -22,6 +22,10 @@ func (b *Broker) registerAdmin(s *Server) {
 	s.Handle(CodeGetConsumeStats, b.handleGetConsumeStats)
 	s.Handle(CodeGetConsumerConnectionList, b.handleGetConsumerConnectionList)
 	s.Handle(CodeGetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo)
+	s.Handle(CodeInvokeBrokerToResetOffset, b.handleInvokeBrokerToResetOffset)
+	s.Handle(CodeQueryTopicConsumeByWho, b.handleQueryTopicConsumeByWho)
+	s.Handle(CodeCleanExpiredConsumeQueue, b.handleCleanUnsupported)
+	s.Handle(CodeCleanUnusedTopic, b.handleCleanUnsupported)
 }
 
 // adminError answers a failed admin change: INVALID_PARAMETER for a

@@ -175,6 +175,9 @@ func decodeQueueTable(body []byte, each func(MessageQueue, []byte) error) error 
 		if err != nil {
 			return fmt.Errorf("decoding queue table key: %w", err)
 		}
+		if len(key) == 0 {
+			return fmt.Errorf("decoding queue table: empty key at byte %d", p)
+		}
 		if key[0] == '"' { // a key written as a JSON string holding the object
 			var s string
 			if err := json.Unmarshal(key, &s); err != nil {
