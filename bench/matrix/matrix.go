@@ -64,6 +64,12 @@
 //	body_bytes  = [128]
 //	nats        = true       # NATS JetStream r1-default alongside
 //
+//	[semantics]              # timers and transactions (SemanticsConfig)
+//	profile      = "default"
+//	timers       = 1000000
+//	timer_window = "60s"
+//	tx_duration  = "10s"
+//
 // Several [[matrix]] blocks may be given; the cells are the union of their
 // cross products, each distinct cell once, in file order. Decoding is
 // strict: an unknown key, a value of the wrong type or a value outside the
@@ -257,6 +263,8 @@ type Config struct {
 	Recovery RecoveryConfig        `toml:"recovery"`
 	Peers    PeersConfig           `toml:"peers"`
 	Wire     WireConfig            `toml:"wire"`
+	// Semantics is the [semantics] section (SemanticsConfig).
+	Semantics SemanticsConfig `toml:"semantics"`
 }
 
 // CeilingConfig configures the raw-disk probes.
@@ -548,6 +556,7 @@ func (c *Config) fill() {
 		w.Duration = c.Duration
 	}
 	defInt(&w.Repeats, c.Repeats)
+	c.Semantics.fill()
 }
 
 // Limits of numeric settings.
@@ -661,6 +670,7 @@ func (c *Config) Validate(cat Catalog) error {
 	if w.Repeats < 1 {
 		bad("wire.repeats: %d, want >= 1", w.Repeats)
 	}
+	c.Semantics.validate(bad)
 	return errors.Join(errs...)
 }
 
@@ -739,6 +749,7 @@ func (c *Config) Quick() *Config {
 	q.Peers.Repeats = 3
 	q.Wire.Duration = Duration(min(c.Wire.Duration.D(), time.Second))
 	q.Wire.Repeats = 3
+	q.Semantics = c.Semantics.quick()
 	return &q
 }
 
@@ -762,6 +773,7 @@ func (c *Config) Estimate() time.Duration {
 	peers := len(c.Peers.NATS) + len(c.Peers.Redis)
 	t += time.Duration(peers*len(c.Peers.Producers)*len(c.Peers.BodyBytes)*c.Peers.Repeats) * c.Peers.Duration.D()
 	t += time.Duration(c.WireRuns()) * (c.Wire.Duration.D() + c.Warmup.D())
+	t += c.Semantics.estimate()
 	return t
 }
 

@@ -209,6 +209,13 @@ func (r *Results) WriteTable(w io.Writer) error {
 				us(x.P50us), us(x.P99us), us(x.P999us), ratioStr(x.RatioToNATS), ratioStr(x.RatioToNATSTCP), ratioStr(x.RatioToFloor))
 		}
 	}
+	if r.Semantics != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		writeSemanticsTable(w, r.Semantics)
+	}
 	if len(r.Recovery) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
 		fmt.Fprintln(tw, "RECOVERY\tSTATUS\tSTORE\tREADY\tDISPATCHED\tACKED LOST\tSCANNED\tSLOWEST PHASE (ms)")
@@ -379,6 +386,10 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 				ratioStr(x.RatioToFloor), statusStr(x.Statuses), x.Note)
 		}
 		p("\n")
+	}
+
+	if r.Semantics != nil {
+		writeSemanticsMD(p, r.Semantics)
 	}
 
 	p("## Recovery\n\n")

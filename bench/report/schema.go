@@ -42,6 +42,10 @@ type Results struct {
 	// protocol, and NATS JetStream r1-default beside it (added in schema
 	// version 1; absent from older files).
 	Wire []Wire `json:"wire"`
+	// Semantics has timer messages and transactional sends beside plain
+	// sends (package bench/semantics); nil when the part did not run.
+	// Added within schema version 1.
+	Semantics *Semantics `json:"semantics,omitempty"`
 	// Notes are things the reader must know (skipped peers, skipped
 	// cells, ...).
 	Notes []string `json:"notes"`

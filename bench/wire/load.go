@@ -23,7 +23,9 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -33,6 +35,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/bench/hist"
+	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/remoting"
 )
 
@@ -115,7 +118,27 @@ type LoadSpec struct {
 	Timeout time.Duration
 	// Group is the producerGroup header field. Default "bench_producer".
 	Group string
+	// Count, when > 0, ends the measured window once Count requests were
+	// sent in it (Duration still bounds the window); Result.Elapsed is
+	// then the window's real length.
+	Count int64
+	// TimerDelay, when set, makes every message a timer message: it
+	// carries TIMER_DELIVER_MS, and PropertyDue with the same value, of
+	// its born time plus TimerDelay(id) in epoch milliseconds, where id is
+	// the message's KEYS value (MessageID). A delay not after the born
+	// time makes the broker store the message as a plain one.
+	TimerDelay func(id uint64) time.Duration
 }
+
+// PropertyDue is the user property a timer message of the generator
+// carries beside TIMER_DELIVER_MS, with the same value: the broker keeps
+// user properties on the delivered copy, so a reader of the real topic
+// can tell how late each copy was stored.
+const PropertyDue = "KEEL_BENCH_DUE_MS"
+
+// MessageID is the id of producer p's seq-th message: the value of its
+// KEYS property (16 hex digits) and the second half of its UNIQ_KEY.
+func MessageID(p int, seq uint64) uint64 { return uint64(p)<<40 | seq }
 
 func (s *LoadSpec) withDefaults() (LoadSpec, error) {
 	o := *s
@@ -147,6 +170,9 @@ func (s *LoadSpec) withDefaults() (LoadSpec, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.Count < 0 {
+		return o, fmt.Errorf("wire: LoadSpec.Count %d is negative", o.Count)
+	}
 	if o.Group == "" {
 		o.Group = "bench_producer"
 	}
@@ -176,6 +202,9 @@ type Result struct {
 	// FirstError describes the first error seen (a response code with its
 	// remark, or a transport error), "" if none.
 	FirstError string
+	// Elapsed is the measured window's length: Duration, or with
+	// LoadSpec.Count the time from its start to the last response of it.
+	Elapsed time.Duration
 }
 
 // call is one producer's request slot: the reader delivers the matching
@@ -475,6 +504,8 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 	ps := make([]pstats, s.Producers)
 	start := time.Now()
 	mStart, mEnd := start.Add(s.Warmup), start.Add(s.Warmup+s.Duration)
+	var counted atomic.Int64 // requests started in the window (LoadSpec.Count)
+	var lastEnd atomic.Int64 // UnixNano of the window's last response
 	var wg sync.WaitGroup
 	for p := 0; p < s.Producers; p++ {
 		ps[p].statuses = map[string]int64{}
@@ -488,6 +519,10 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 				body[i] = byte('a' + (i+p)%26)
 			}
 			tmpl, err := newTemplate(message(&s, p, body), s.Code, runID)
+			var dueAt [2]int
+			if err == nil && s.TimerDelay != nil {
+				dueAt, err = tmpl.insertDue()
+			}
 			if err != nil {
 				st.first = err.Error()
 				return
@@ -509,7 +544,16 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 				if !t0.Before(mEnd) {
 					return
 				}
+				if s.Count > 0 && !t0.Before(mStart) && counted.Add(1) > s.Count {
+					return
+				}
 				seq++
+				if s.TimerDelay != nil {
+					due := t0.Add(s.TimerDelay(MessageID(p, seq))).UnixMilli()
+					for _, at := range dueAt {
+						putDigits(tmpl.buf[at:at+bornDigits], uint64(max(due, 0)))
+					}
+				}
 				status, detail := StatusError, ""
 				acquired := false
 				select {
@@ -525,7 +569,7 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 						return
 					}
 				}
-				op, err := c.start(cl, tmpl, t0.UnixMilli(), uint64(p)<<40|seq)
+				op, err := c.start(cl, tmpl, t0.UnixMilli(), MessageID(p, seq))
 				settle()
 				if err != nil {
 					detail = err.Error()
@@ -557,6 +601,7 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 				}
 				t1 := time.Now()
 				if !t0.Before(mStart) {
+					storeMax(&lastEnd, t1.UnixNano())
 					st.h.Record(int64(t1.Sub(t0)))
 					st.statuses[status]++
 					if Stored(status) {
@@ -599,6 +644,55 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 		}
 		return nil, errors.New("wire: no message was stored in the window")
 	}
-	r.MsgsPerSec = float64(r.Msgs) / s.Duration.Seconds()
+	r.Elapsed = s.Duration
+	if s.Count > 0 {
+		r.Elapsed = min(time.Duration(lastEnd.Load()-mStart.UnixNano()), s.Duration)
+	}
+	r.MsgsPerSec = float64(r.Msgs) / r.Elapsed.Seconds()
 	return r, nil
+}
+
+// storeMax raises v to n if it is below.
+func storeMax(v *atomic.Int64, n int64) {
+	for e := v.Load(); e < n && !v.CompareAndSwap(e, n); e = v.Load() {
+	}
+}
+
+// dueSentinel fills the due-time digits of a timer template until the
+// first patch; it is 13 digits wide, like a born timestamp.
+const dueSentinel = "0000000000000"
+
+// insertDue adds TIMER_DELIVER_MS and PropertyDue, each with a 13-digit
+// placeholder, to the properties of t (a template from newTemplate with
+// a JSON header), fixes the frame's lengths and the patch offsets behind
+// the insertion, and returns where the two placeholders are.
+func (t *frameTemplate) insertDue() (at [2]int, err error) {
+	const sep1, sep2 = `\u0001`, `\u0002`
+	anchor := []byte("WAIT" + sep1 + "true" + sep2)
+	if t.buf[4] != remoting.SerializeJSON || bytes.Count(t.buf, anchor) != 1 {
+		return at, errors.New("wire: timer template: the properties' WAIT entry is not found once in a JSON header")
+	}
+	pos := bytes.Index(t.buf, anchor)
+	var ins []byte
+	for i, name := range []string{record.PropertyTimerDeliverMS, PropertyDue} {
+		ins = append(ins, name+sep1...)
+		at[i] = pos + len(ins)
+		ins = append(ins, dueSentinel+sep2...)
+	}
+	buf := make([]byte, 0, len(t.buf)+len(ins))
+	buf = append(append(append(buf, t.buf[:pos]...), ins...), t.buf[pos:]...)
+	binary.BigEndian.PutUint32(buf[0:4], binary.BigEndian.Uint32(buf[0:4])+uint32(len(ins)))
+	info := binary.BigEndian.Uint32(buf[4:8])
+	binary.BigEndian.PutUint32(buf[4:8], info&0xFF000000|(info&0xFFFFFF+uint32(len(ins))))
+	shift := func(off *int) {
+		if *off >= pos {
+			*off += len(ins)
+		}
+	}
+	shift(&t.opaqueAt)
+	shift(&t.bornAt)
+	shift(&t.idAt[0])
+	shift(&t.idAt[1])
+	t.buf = buf
+	return at, nil
 }
