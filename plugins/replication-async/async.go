@@ -21,6 +21,7 @@
 //	heartbeat_interval = "2s"
 //	idle_timeout = "20s"
 //	max_lag = "256MiB"              # beyond this a replica leaves the in-sync set
+//	max_lag_time = "2s"              # a replica this long behind leaves it too
 //	ack_on = "received"             # or "flushed": what a replica's ack means
 //	visible_after_replicated = false
 //	sync_meta_interval = "1s"

@@ -29,6 +29,7 @@
 //	ack_on = "received"             # or "flushed"
 //	visible_after_replicated = false
 //	max_lag = "256MiB"
+//	max_lag_time = "2s"
 //	batch_size = "1MiB"
 //	heartbeat_interval = "2s"
 //	idle_timeout = "20s"

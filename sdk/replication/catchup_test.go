@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +108,58 @@ func TestPromotedMasterCutsOldMasterTailBeforeWriting(t *testing.T) {
 	b.appendN(20, 300, "new")
 	waitCaughtUp(t, b, a)
 	sameLog(t, b.store, a.store)
+}
+
+// gatedAppend blocks every AppendLog while its gate is closed: a replica
+// that stopped acknowledging without dropping its connection.
+type gatedAppend struct {
+	sdk.Host
+	open *atomic.Bool
+}
+
+func (h gatedAppend) AppendLog(ctx context.Context, off int64, data []byte) error {
+	for !h.open.Load() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return h.Host.AppendLog(ctx, off, data)
+}
+
+// TestStalledReplicaLeavesInSyncSetByTime: a replica that holds its
+// connection but stops acknowledging leaves the in-sync set once its
+// oldest unacknowledged byte is MaxLagTime old, though it lacks far fewer
+// than MaxLag bytes, and rejoins once it has caught up.
+func TestStalledReplicaLeavesInSyncSetByTime(t *testing.T) {
+	o := fastOpts()
+	o.StartFenced = StartFencedNever
+	o.MaxLagTime = 300 * time.Millisecond
+	o.HeartbeatInterval, o.IdleTimeout = time.Second, 30*time.Second // the link stays up throughout
+	dirs := tempDirs(t, "a", "b")
+	a := newNode(t, "a", dirs[0], false)
+	b := newNode(t, "b", dirs[1], false)
+	var open atomic.Bool
+	open.Store(true)
+	b.wrap = func(h sdk.Host) sdk.Host { return gatedAppend{Host: h, open: &open} }
+	a.start(RoleMaster, "", o)
+	b.start(RoleSlave, a.repl.Addr(), o)
+	a.appendN(10, 200, "before")
+	waitCaughtUp(t, a, b)
+	eventually(t, 5*time.Second, "b in sync", func() bool { return a.host.Replication().InSync == 1 })
+
+	open.Store(false)
+	stalled := time.Now()
+	a.appendN(5, 200, "stalled") // 1 KB, far below MaxLag
+	eventually(t, 5*time.Second, "b to leave the in-sync set", func() bool { return a.host.Replication().InSync == 0 })
+	if d := time.Since(stalled); d < o.MaxLagTime {
+		t.Fatalf("b left the in-sync set after %v, before max_lag_time %v", d, o.MaxLagTime)
+	}
+	if st := a.host.Replication(); len(st.Replicas) != 1 || !st.Replicas[0].Connected || st.Replicas[0].LagBytes > DefaultMaxLag {
+		t.Fatalf("want b connected and within max_lag bytes while out of sync by time: %+v", st)
+	}
+
+	open.Store(true)
+	waitCaughtUp(t, a, b)
+	eventually(t, 5*time.Second, "b to rejoin the in-sync set", func() bool { return a.host.Replication().InSync == 1 })
 }

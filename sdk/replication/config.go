@@ -10,12 +10,18 @@ import (
 
 // Defaults of Options, following RocketMQ where it has a counterpart.
 const (
-	DefaultBatchSize           = 1 << 20 // RocketMQ haTransferBatchSize is 32 KiB; larger batches copy faster
-	DefaultHeartbeatInterval   = 2 * time.Second
-	DefaultIdleTimeout         = 20 * time.Second // haHousekeepingInterval
-	DefaultMaxLag              = 256 << 20        // haMaxGapNotInSync
-	DefaultTimeout             = 3 * time.Second  // slaveTimeout
-	DefaultSyncMetaInterval    = time.Second      // RocketMQ syncs every 10 s; a failover loses at most this much metadata
+	DefaultBatchSize         = 1 << 20 // RocketMQ haTransferBatchSize is 32 KiB; larger batches copy faster
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultIdleTimeout       = 20 * time.Second // haHousekeepingInterval
+	DefaultMaxLag            = 256 << 20        // haMaxGapNotInSync
+	// DefaultMaxLagTime is below DefaultTimeout, so that a replica that
+	// stopped acknowledging (paused, stalled disk, half-open link) costs
+	// the producers waiting on it at most this long once, not every send
+	// its full timeout (RocketMQ's haMaxTimeSlaveNotCatchup is 15 s,
+	// Kafka's replica.lag.time.max.ms 30 s).
+	DefaultMaxLagTime          = 2 * time.Second
+	DefaultTimeout             = 3 * time.Second // slaveTimeout
+	DefaultSyncMetaInterval    = time.Second     // RocketMQ syncs every 10 s; a failover loses at most this much metadata
 	DefaultReconnectBackoff    = 200 * time.Millisecond
 	DefaultReconnectBackoffMax = 5 * time.Second // RocketMQ's slave reconnects every 5 s
 	DefaultHandshakeTimeout    = 10 * time.Second
@@ -49,6 +55,10 @@ type Options struct {
 	// MaxLag: a replica more than this many bytes behind the master's
 	// committed offset leaves the in-sync set.
 	MaxLag int64
+	// MaxLagTime: a replica whose oldest unacknowledged byte was committed
+	// longer ago than this leaves the in-sync set, however few bytes it
+	// lacks; it rejoins once it has caught up again.
+	MaxLagTime time.Duration
 	// AckOn is AckReceived or AckFlushed.
 	AckOn string
 	// WaitReplicas > 0: producers' acks wait until that many in-sync
@@ -98,6 +108,7 @@ func (o Options) WithDefaults() Options {
 	if o.MaxLag == 0 {
 		o.MaxLag = DefaultMaxLag
 	}
+	def(&o.MaxLagTime, DefaultMaxLagTime)
 	if o.AckOn == "" {
 		o.AckOn = AckReceived
 	}
@@ -139,6 +150,8 @@ func (o Options) validate(prefix string) error {
 		return bad("idle_timeout", "%s must be at least twice heartbeat_interval (%s)", o.IdleTimeout, o.HeartbeatInterval)
 	case o.MaxLag < 1:
 		return bad("max_lag", "%d is not allowed: want > 0 bytes", o.MaxLag)
+	case o.MaxLagTime < 10*time.Millisecond:
+		return bad("max_lag_time", "%s is not allowed: want >= 10ms", o.MaxLagTime)
 	case o.AckOn != AckReceived && o.AckOn != AckFlushed:
 		return bad("ack_on", "%q is not allowed: want %q or %q", o.AckOn, AckReceived, AckFlushed)
 	case o.WaitReplicas < 0 || o.WaitReplicas > 16:
@@ -177,6 +190,7 @@ type CommonConfig struct {
 	HeartbeatInterval   Duration `toml:"heartbeat_interval"`
 	IdleTimeout         Duration `toml:"idle_timeout"`
 	MaxLag              Size     `toml:"max_lag"`
+	MaxLagTime          Duration `toml:"max_lag_time"`
 	SyncMetaInterval    Duration `toml:"sync_meta_interval"`
 	ReconnectBackoff    Duration `toml:"reconnect_backoff"`
 	ReconnectBackoffMax Duration `toml:"reconnect_backoff_max"`
@@ -190,7 +204,7 @@ type CommonConfig struct {
 func (c CommonConfig) Options() Options {
 	return Options{
 		BatchSize: int(c.BatchSize), HeartbeatInterval: c.HeartbeatInterval.D(), IdleTimeout: c.IdleTimeout.D(),
-		MaxLag: int64(c.MaxLag), SyncMetaInterval: c.SyncMetaInterval.D(), ReconnectBackoff: c.ReconnectBackoff.D(),
+		MaxLag: int64(c.MaxLag), MaxLagTime: c.MaxLagTime.D(), SyncMetaInterval: c.SyncMetaInterval.D(), ReconnectBackoff: c.ReconnectBackoff.D(),
 		ReconnectBackoffMax: c.ReconnectBackoffMax.D(), HandshakeTimeout: c.HandshakeTimeout.D(),
 		MaxFrameSize: int(c.MaxFrameSize), StartFenced: c.StartFenced, NodeID: c.NodeID,
 	}

@@ -47,12 +47,13 @@ func (m *master) computeLocked(now time.Time) sdk.ReplicationState {
 			r.Acked = r.Flushed
 		}
 		lag := max(0, committed-r.Acked)
-		r.InSync = lag <= m.opts.MaxLag
+		lagSec := m.timeline.lagSeconds(r.Acked, committed, now)
+		r.InSync = lag <= m.opts.MaxLag && lagSec <= m.opts.MaxLagTime.Seconds()
 		r.Epoch = m.epochOfAck(r.Acked)
 		rs = append(rs, r)
 		top = max(top, r.Acked)
 		reps = append(reps, sdk.ReplicaState{ID: p.id, Addr: p.addr, AckOffset: r.Acked, LagBytes: lag,
-			LagSeconds: m.timeline.lagSeconds(r.Acked, committed, now), InSync: r.InSync, Connected: true,
+			LagSeconds: lagSec, InSync: r.InSync, Connected: true,
 			LastContact: time.Unix(0, p.contact.Load())})
 	}
 	v := m.opts.Policy.Acknowledge(committed, rs)

@@ -29,7 +29,8 @@ type Replica struct {
 	Flushed      int64
 	FlushedKnown bool
 	// InSync: the replica is at most Options.MaxLag bytes behind the
-	// master's committed offset.
+	// master's committed offset, and its oldest unacknowledged byte was
+	// committed at most Options.MaxLagTime ago.
 	InSync bool
 	// Epoch is the epoch of the master's history that holds the last byte
 	// the replica acknowledged (the first epoch while Acked is 0).

@@ -37,21 +37,21 @@ func (t *timeline) record(off int64, now time.Time) {
 }
 
 // lagSeconds is how long ago the first byte beyond ack was committed (0
-// when the replica has everything).
+// when the replica has everything), to within the sampling: bursts within
+// a millisecond share one sample. A byte beyond ack was committed at or
+// before the first sample beyond ack, and after the sample before that;
+// the first is the estimate, because after an idle spell the sample
+// before may be arbitrarily old, and a replica must not leave the in-sync
+// set (Options.MaxLagTime) for the master's idleness.
 func (t *timeline) lagSeconds(ack, committed int64, now time.Time) float64 {
 	if ack >= committed {
 		return 0
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// The first sample whose offset is beyond ack was taken at or after
-	// the moment the byte at ack was committed; the one before it, before.
 	i := sort.Search(len(t.offs), func(i int) bool { return t.offs[i] > ack })
-	switch {
-	case i == len(t.offs):
+	if i == len(t.offs) {
 		return 0
-	case i == 0:
-		return now.Sub(t.times[0]).Seconds()
 	}
-	return now.Sub(t.times[i-1]).Seconds()
+	return max(0, now.Sub(t.times[i]).Seconds())
 }
