@@ -188,9 +188,11 @@ func (c *cluster) converged(ss []*member, d time.Duration) bool {
 	})
 }
 
-// checkReports fails the test with the violations the master's hosts saw.
+// checkReports fails the test with the violations the master's hosts saw
+// (reports still waiting for a down replica are judged now).
 func (c *cluster) checkReports(hosts []*checkedHost) {
 	c.t.Helper()
+	c.p.judgePending()
 	for _, h := range hosts {
 		n, errs := h.violations()
 		for _, e := range errs {

@@ -38,6 +38,21 @@ type promise struct {
 	acked    int64 // highest AckedOffset reported by the current master
 	bad      []badRange
 	reports  int
+	// pending are reports that failed while a replica was down: a down
+	// replica counts as holding what its store said it had flushed when
+	// it went down, but a flush completing at that moment may have made
+	// more durable, and acknowledged, than the store reported yet. They
+	// are judged again when the replica's store reopens, from what its
+	// disk really kept (setDown(r, false)).
+	pending []pendingReport
+}
+
+// pendingReport is a report judged again once no replica is down.
+type pendingReport struct {
+	st    sdk.ReplicationState
+	prev  int64
+	fault string
+	to    *checkedHost
 }
 
 // replicaView is one replica's store as the promise sees it.
@@ -94,18 +109,52 @@ func (p *promise) masterRestarted() {
 // setDown marks a replica's store about to close (down) or open again.
 // While down it counts as holding what it held when it went down (bytes
 // it had received may still be acknowledged); reopened, its verified
-// prefix is cut to its recovered log end.
+// prefix is cut to its recovered log end, and the reports that failed
+// while it was down are judged again (see promise.pending).
 func (p *promise) setDown(r *replicaView, down bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if down {
 		r.downHeld = p.extendLocked(r, r.store().Positions().Committed)
 		r.down = true
+		p.mu.Unlock()
 		return
 	}
 	r.down = false
 	r.recovered = r.store().Positions().Committed
 	r.verified = min(r.verified, r.recovered)
+	up := !p.anyDownLocked()
+	p.mu.Unlock()
+	if up {
+		p.judgePending()
+	}
+}
+
+// judgePending judges the reports still waiting for a down replica, as
+// they stand.
+func (p *promise) judgePending() {
+	p.mu.Lock()
+	again := p.pending
+	p.pending = nil
+	var msgs []string
+	var tos []*checkedHost
+	for _, pr := range again {
+		if v := p.judgeLocked(pr.st, pr.prev, pr.fault); v != "" {
+			msgs, tos = append(msgs, v), append(tos, pr.to)
+		}
+	}
+	p.mu.Unlock()
+	for i, v := range msgs {
+		tos[i].violation(v)
+	}
+}
+
+func (p *promise) anyDownLocked() bool {
+	for _, r := range p.replicas {
+		if r.down {
+			return true
+		}
+	}
+	return false
 }
 
 // truncated: the replica's log was cut back to off.
@@ -114,9 +163,10 @@ func (p *promise) truncated(r *replicaView, off int64) {
 	r.recovered = min(r.recovered, off)
 }
 
-// report checks one ReportReplication of the master; it returns a
-// description of the violation, or "".
-func (p *promise) report(st sdk.ReplicationState) string {
+// report checks one ReportReplication of the master for to; it returns
+// a description of the violation, or "" (also when the verdict waits for
+// a down replica to reopen: to hears of it then).
+func (p *promise) report(st sdk.ReplicationState, to *checkedHost) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reports++
@@ -125,13 +175,26 @@ func (p *promise) report(st sdk.ReplicationState) string {
 	}
 	prev := p.acked
 	p.acked = st.AckedOffset
+	if p.anyDownLocked() {
+		if held, _ := p.heldLocked(st.AckedOffset); held < st.AckedOffset {
+			p.pending = append(p.pending, pendingReport{st: st, prev: prev, fault: p.fault, to: to})
+		}
+		return ""
+	}
+	return p.judgeLocked(st, prev, p.fault)
+}
+
+// judgeLocked checks that need replicas hold the master's log below
+// st.AckedOffset, recording the range acknowledged since prev as bad
+// under fault when they do not.
+func (p *promise) judgeLocked(st sdk.ReplicationState, prev int64, fault string) string {
 	held, holders := p.heldLocked(st.AckedOffset)
 	if held >= st.AckedOffset {
 		return ""
 	}
-	p.bad = append(p.bad, badRange{fault: p.fault, from: max(prev, held), to: st.AckedOffset, held: len(holders)})
+	p.bad = append(p.bad, badRange{fault: fault, from: max(prev, held), to: st.AckedOffset, held: len(holders)})
 	return fmt.Sprintf("fault %q: the replicator reported AckedOffset %d, but only %d replica store(s) hold the master's log below it (need %d; replicas hold it up to %s; reported InSync %d)",
-		p.fault, st.AckedOffset, len(holders), p.need, p.describeLocked(), st.InSync)
+		fault, st.AckedOffset, len(holders), p.need, p.describeLocked(), st.InSync)
 }
 
 // heldLocked returns the offset below which at least need replicas hold
@@ -253,15 +316,19 @@ type checkedHost struct {
 }
 
 func (h *checkedHost) ReportReplication(ctx context.Context, st sdk.ReplicationState) error {
-	if v := h.p.report(st); v != "" {
-		h.mu.Lock()
-		h.nviols++
-		if len(h.errs) < 3 {
-			h.errs = append(h.errs, v)
-		}
-		h.mu.Unlock()
+	if v := h.p.report(st, h); v != "" {
+		h.violation(v)
 	}
 	return h.Host.ReportReplication(ctx, st)
+}
+
+func (h *checkedHost) violation(v string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nviols++
+	if len(h.errs) < 3 {
+		h.errs = append(h.errs, v)
+	}
 }
 
 func (h *checkedHost) violations() (int, []string) {
