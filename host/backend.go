@@ -71,6 +71,7 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 		return nil, r.err
 	}
 	start := time.Now()
+	topic := firstTopic(msgs) // as the client named it, for keel_topic_*_in_total
 	// Delayed messages go to the schedule topic (the one place every
 	// write path, SEND, batch and send-back, passes through); levels[i]
 	// is the level of msgs[i], 0 for a message not delayed.
@@ -127,6 +128,7 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 	}
 	b.n.metrics.appendMsgs.Add(len(res))
 	b.n.metrics.appendBytes.Add(bytes)
+	b.n.metrics.topicsIn.add(topic, len(res), bytes)
 	b.n.metrics.appendLatency.UpdateDuration(start)
 	return res, nil
 }

@@ -35,6 +35,9 @@ type nodeMetrics struct {
 	readFaults   readFaults
 
 	acks map[remoting.AckStatus]*vm.Counter
+
+	// topicsIn counts what sends stored, per topic (metrics_topics.go).
+	topicsIn *topicCounters
 }
 
 var ackNames = map[remoting.AckStatus]string{
@@ -61,6 +64,7 @@ func newMetrics(n *Node) *nodeMetrics {
 		pluginRestarts: s.NewCounter("keel_plugin_restarts_total"),
 		corruptReads:   s.NewCounter("keel_read_corrupt_records_total"),
 		acks:           map[remoting.AckStatus]*vm.Counter{},
+		topicsIn:       newTopicCounters(),
 	}
 	for st, name := range ackNames {
 		m.acks[st] = s.NewCounter(fmt.Sprintf(`keel_acks_total{status=%q}`, name))
@@ -107,11 +111,17 @@ func (m *nodeMetrics) onFlush(d time.Duration, bytes int64) {
 	m.flushLatency.Update(d.Seconds())
 }
 
-// write writes the node's metrics, per-replica and per-plugin series, and
-// each plugin's own metrics (collected now, external ones over gRPC).
+// write writes the node's metrics, per-topic and per-group series, the Go
+// runtime and process series (VictoriaMetrics/metrics' go_* and process_*,
+// open and max file descriptors included), per-replica and per-plugin
+// series, and each plugin's own metrics (collected now, external ones over
+// gRPC).
 func (m *nodeMetrics) write(w io.Writer, n *Node) {
 	m.set.WritePrometheus(w)
+	m.topicsIn.write(w)
 	writeTopicAndLagMetrics(w, n)
+	vm.WriteProcessMetrics(w)
+	vm.WriteFDMetrics(w)
 	if n.host != nil {
 		for _, r := range n.host.Replication().Replicas {
 			fmt.Fprintf(w, "keel_replica_lag_bytes{replica=%q} %d\n", r.ID, r.LagBytes)

@@ -72,7 +72,9 @@ func parsePrometheusText(text string) ([]promSample, error) {
 					return nil, fmt.Errorf("line %d: bad label in %q", ln, line)
 				}
 				labels[m[1]] = m[2]
-				rest = strings.TrimPrefix(rest[len(m[0]):], ",")
+				// Blanks may follow a comma, as expfmt's parser
+				// allows (VictoriaMetrics writes go_info_ext so).
+				rest = strings.TrimLeft(strings.TrimPrefix(rest[len(m[0]):], ","), " \t")
 			}
 			rest = rest[1:]
 		}
@@ -155,6 +157,9 @@ func TestMetricsConsumerLagParses(t *testing.T) {
 }
 
 func TestParsePrometheusTextRejects(t *testing.T) {
+	if s, err := parsePrometheusText("m{a=\"x\", b=\"y\"} 1\n"); err != nil || len(s) != 1 || s[0].labels["b"] != "y" {
+		t.Errorf("blank after a label comma: %v %v", s, err)
+	}
 	for _, bad := range []string{"1bad 1\n", "m{a=b} 1\n", "m{a=\"x\"}1\n", "m one\n", "m 1\n# TYPE m gauge\n", "m{a=\"\\q\"} 1\n"} {
 		if _, err := parsePrometheusText(bad); err == nil {
 			t.Errorf("accepted %q", bad)
