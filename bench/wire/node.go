@@ -144,8 +144,11 @@ func Run(ctx context.Context, s Spec) (res *Result, err error) {
 	return Load(ctx, ls)
 }
 
-// prime sends one message on its own connection and checks that it was
-// stored, creating the topic.
+// Prime sends one plain message to ls.Topic on its own connection (queue
+// 0, body "prime") and checks that it was stored, so that the topic
+// exists before a measurement starts.
+func Prime(ctx context.Context, ls LoadSpec) error { return prime(ctx, ls) }
+
 func prime(ctx context.Context, ls LoadSpec) error {
 	s, err := ls.withDefaults()
 	if err != nil {
