@@ -168,6 +168,10 @@ func decodeTopicLine(line string) (meta.TopicConfig, error) {
 		}
 		nums[i] = int32(n)
 	}
+	if parts[4] == "" {
+		// Java's TopicFilterType.valueOf("") throws.
+		return meta.TopicConfig{}, fmt.Errorf("topic config line %.80q: empty topicFilterType", line)
+	}
 	return meta.TopicConfig{TopicName: parts[0], ReadQueueNums: nums[0], WriteQueueNums: nums[1], Perm: nums[2], TopicFilterType: parts[4]}, nil
 }
 
