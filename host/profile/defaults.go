@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/host/controller"
+	"github.com/keelmq/keel/host/namesrv"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
 	"github.com/keelmq/keel/host/timer"
@@ -70,6 +72,14 @@ func defaults(name string) document {
 			// 16 frames of the largest size; a fraction of a typical
 			// host's memory, and far above what a steady load holds.
 			RequestBufferBudget: remoting.DefaultRequestBudget,
+			Roles:               []string{RoleNamesrv, RoleBroker},
+			RegisterInterval:    Duration(namesrv.DefaultRegisterInterval),
+		},
+		Controller: ControllerConfig{
+			Addr:             "127.0.0.1:9878",
+			RaftAddr:         "127.0.0.1:9880",
+			NodeID:           "c0",
+			HeartbeatTimeout: Duration(controller.DefaultHeartbeatTimeout),
 		},
 		Admin: AdminConfig{Addr: DefaultAdminAddr},
 	}

@@ -51,7 +51,7 @@ func (p *Profile) EffectiveRedacted() ([]byte, error) {
 func (p *Profile) effective(redact bool) ([]byte, error) {
 	doc := document{
 		Schema: p.Schema, Store: p.Store, Flush: p.Flush, Replication: p.Replication,
-		Index: p.Index, Server: p.Server, Admin: p.Admin,
+		Index: p.Index, Server: p.Server, Controller: p.Controller, Admin: p.Admin,
 	}
 	// secretKeys: replication.secret is the one secret field.
 	if redact && doc.Replication.Secret != "" {

@@ -83,7 +83,7 @@ func LoadBytes(name string, data []byte, overrides []string) (*Profile, error) {
 
 	p.Schema = doc.Schema
 	p.Store, p.Flush, p.Replication, p.Index = doc.Store, doc.Flush, doc.Replication, doc.Index
-	p.Server, p.Admin = doc.Server, doc.Admin
+	p.Server, p.Controller, p.Admin = doc.Server, doc.Controller, doc.Admin
 	p.normalize()
 	if errs := p.validate(); len(errs) > 0 {
 		return nil, errs.Err()
@@ -182,5 +182,12 @@ func (p *Profile) normalize() {
 	}
 	if !p.present([]string{"server", "request_buffer_budget"}) && p.Server.RequestBufferBudget < p.Server.MaxFrameSize {
 		p.Server.RequestBufferBudget = p.Server.MaxFrameSize
+	}
+	c := &p.Controller
+	if c.Dir == "" {
+		c.Dir = filepath.Join(p.Store.Dir, "controller")
+	}
+	if len(c.Peers) == 0 {
+		c.Peers = []string{c.NodeID + "=" + c.RaftAddr}
 	}
 }

@@ -44,6 +44,7 @@ package profile
 import (
 	"github.com/keelmq/keel/sdk"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/keelmq/keel/sdk/config"
@@ -69,6 +70,20 @@ const (
 	RoleSlave  = sdk.RoleSlave
 )
 
+// Process roles: the values of server.roles.
+const (
+	RoleNamesrv    = "namesrv"    // a name server (GET_ROUTEINFO_BY_TOPIC, REGISTER_BROKER, ...)
+	RoleBroker     = "broker"     // the store, its plugins and the broker protocol
+	RoleController = "controller" // a member of the raft controller group
+)
+
+// HasRole reports whether server.roles has role.
+func (p *Profile) HasRole(role string) bool { return slices.Contains(p.Server.Roles, role) }
+
+// ClusterMode reports whether this broker follows controllers
+// (controller.addrs is set): the controller decides its replication role.
+func (p *Profile) ClusterMode() bool { return p.HasRole(RoleBroker) && len(p.Controller.Addrs) > 0 }
+
 // Profile is a loaded, validated profile with every default filled in.
 //
 // The exported fields are plain data; callers may read them freely and may
@@ -92,6 +107,7 @@ type Profile struct {
 	Replication ReplicationSection
 	Index       PluginSection
 	Server      ServerConfig
+	Controller  ControllerConfig
 	Admin       AdminConfig
 
 	// Warnings are problems that do not stop the profile from loading (an

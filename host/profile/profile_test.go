@@ -65,6 +65,13 @@ func TestDefaults(t *testing.T) {
 			IdleTimeout:    Duration(120 * time.Second),
 
 			RequestBufferBudget: 256 << 20,
+			Roles:               []string{"namesrv", "broker"},
+			RegisterInterval:    Duration(30 * time.Second),
+		},
+		Controller: ControllerConfig{
+			Addr: "127.0.0.1:9878", RaftAddr: "127.0.0.1:9880", NodeID: "c0",
+			Peers: []string{"c0=127.0.0.1:9880"}, Dir: filepath.Join("data", "x", "controller"),
+			HeartbeatTimeout: Duration(3 * time.Second),
 		},
 		Admin: AdminConfig{Addr: "127.0.0.1:10914"},
 	}
@@ -83,7 +90,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func docOf(p *Profile) document {
-	return document{Schema: p.Schema, Store: p.Store, Flush: p.Flush, Replication: p.Replication, Index: p.Index, Server: p.Server, Admin: p.Admin}
+	return document{Schema: p.Schema, Store: p.Store, Flush: p.Flush, Replication: p.Replication, Index: p.Index, Server: p.Server, Controller: p.Controller, Admin: p.Admin}
 }
 
 func TestDependentDefaults(t *testing.T) {
@@ -189,7 +196,7 @@ func TestErrors(t *testing.T) {
 		{"syntax error", "schema = 1\n[store\n", nil,
 			"profiles/x.toml:2:7: syntax error: expected ']' to close table name"},
 		{"unknown key at top level", "schema = 1\nstroe = 1\n", nil,
-			`profiles/x.toml:2:1: stroe: unknown key (did you mean "store"?); allowed at top level: schema, store, flush, replication, index, server, admin`},
+			`profiles/x.toml:2:1: stroe: unknown key (did you mean "store"?); allowed at top level: schema, store, flush, replication, index, server, controller, admin`},
 		{"unknown key in a section", "schema = 1\n[store]\nsegment_sise = \"1GiB\"\n", nil,
 			`profiles/x.toml:3:1: store.segment_sise: unknown key (did you mean "segment_size"?); allowed in [store]: ` + storeKeys},
 		{"unknown key, dotted", "schema = 1\nadmin.port = 1\n", nil,
@@ -197,7 +204,7 @@ func TestErrors(t *testing.T) {
 		{"two unknown keys", "schema = 1\n[admin]\nx = 1\ny = 2\n", nil,
 			"profiles/x.toml:3:1: admin.x: unknown key; allowed in [admin]: addr\nprofiles/x.toml:4:1: admin.y: unknown key; allowed in [admin]: addr"},
 		{"key case differs", "schema = 1\n[Store]\n", nil,
-			`profiles/x.toml:2:2: Store: unknown key (did you mean "store"?); allowed at top level: schema, store, flush, replication, index, server, admin (keys are case-sensitive)`},
+			`profiles/x.toml:2:2: Store: unknown key (did you mean "store"?); allowed at top level: schema, store, flush, replication, index, server, controller, admin (keys are case-sensitive)`},
 		{"key below a duration", "schema = 1\n[store]\nfile_reserved_time.hours = \"72h\"\n", nil,
 			`profiles/x.toml:3:20: store.file_reserved_time.hours: unknown key: store.file_reserved_time is a duration string (e.g. "500ms", "2s"), not a table`},
 		{"recovery tail too small", "schema = 1\n[store]\nrecovery_tail = \"64KiB\"\n", nil,

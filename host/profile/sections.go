@@ -198,6 +198,52 @@ type ServerConfig struct {
 	// SlaveBrokerAddr, on a master, is its slave's broker address, listed in
 	// topic routes. Optional.
 	SlaveBrokerAddr string `toml:"slave_broker_addr,omitempty" comment:"master only: the slave's broker address, listed in routes"`
+	// Roles are what this process runs (RoleNamesrv, RoleBroker,
+	// RoleController), each once. Default [namesrv, broker]: one broker
+	// with its own name server, which `make run` starts. A process
+	// without RoleBroker has no store and loads no plugin.
+	Roles []string `toml:"roles" comment:"what this process runs: namesrv, broker, controller"`
+	// NamesrvAddrs are the name servers a broker registers with (REGISTER_BROKER
+	// at start, every register_interval and on change; UNREGISTER_BROKER
+	// at stop), beside its own when it also runs RoleNamesrv. A broker
+	// without RoleNamesrv needs at least one.
+	NamesrvAddrs []string `toml:"namesrv_addrs,omitempty" comment:"name servers this broker registers with"`
+	// RegisterInterval is the period of re-registration. Default "30s"
+	// (RocketMQ registerNameServerPeriod); 1s to 60s.
+	RegisterInterval Duration `toml:"register_interval" comment:"how often a broker registers with its name servers"`
+}
+
+// ControllerConfig is the [controller] section: the raft controller this
+// process runs (server.roles has RoleController), and the controllers a
+// broker in cluster mode follows (Addrs).
+type ControllerConfig struct {
+	// Addrs are the controllers' remoting addresses a broker heartbeats
+	// to. Set, the broker is in cluster mode: the controller decides
+	// whether it is master or slave (replication.role and
+	// replication.master_addr must be left unset) and elects a new master
+	// when one dies. Empty: today's fixed roles.
+	Addrs []string `toml:"addrs,omitempty" comment:"broker: the controllers to follow (cluster mode)"`
+	// Addr is the controller's remoting listen address (RoleController).
+	// Default "127.0.0.1:9878".
+	Addr string `toml:"addr" comment:"controller: remoting listen address"`
+	// RaftAddr is the controller's raft transport address, bound and
+	// advertised (RoleController). Default "127.0.0.1:9880".
+	RaftAddr string `toml:"raft_addr" comment:"controller: raft transport address"`
+	// NodeID is this controller's raft id (RoleController). Default "c0".
+	NodeID string `toml:"node_id" comment:"controller: raft server id"`
+	// Peers is the raft group to bootstrap, "id=host:port" each (raft
+	// addresses), used only when Dir holds no raft state yet. Default:
+	// this controller alone.
+	Peers []string `toml:"peers,omitempty" comment:"controller: the raft group, id=host:port each"`
+	// Dir holds the raft log, stable store and snapshots. Default
+	// <store.dir>/controller.
+	Dir string `toml:"dir" comment:"controller: raft data directory"`
+	// HeartbeatTimeout: a broker silent this long is dead; its group
+	// elects a new master if it was the master. Default "3s".
+	HeartbeatTimeout Duration `toml:"heartbeat_timeout" comment:"controller: a broker silent this long is dead"`
+	// ElectUnclean allows electing a member outside the SyncStateSet when
+	// none of it is alive; such a master may lack acknowledged writes.
+	ElectUnclean bool `toml:"elect_unclean" comment:"controller: allow electing outside the SyncStateSet"`
 }
 
 // AdminConfig is the [admin] section: the HTTP listener for /metrics,
@@ -215,5 +261,6 @@ type document struct {
 	Replication ReplicationSection `toml:"replication"`
 	Index       PluginSection      `toml:"index"`
 	Server      ServerConfig       `toml:"server"`
+	Controller  ControllerConfig   `toml:"controller"`
 	Admin       AdminConfig        `toml:"admin"`
 }

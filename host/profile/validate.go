@@ -29,8 +29,10 @@ func (p *Profile) validate() ErrorList {
 	p.validateStore(fail)
 	p.validatePlugins(fail)
 	p.validateReplication(fail)
+	p.validateRoles(fail)
 	p.validateListeners(fail)
 	p.validateServer(fail)
+	p.validateController(fail)
 	errs.Sort()
 	return errs
 }
@@ -161,13 +163,19 @@ func (p *Profile) validateReplication(fail failFunc) {
 // validateListeners checks every listen address, and that no two of them
 // collide.
 func (p *Profile) validateListeners(fail failFunc) {
-	sv := &p.Server
-	listeners := []struct{ key, addr string }{
-		{"server.namesrv_addr", sv.NamesrvAddr},
-		{"server.broker_addr", sv.BrokerAddr},
-		{"server.ha_addr", sv.HAAddr},
-		{"admin.addr", p.Admin.Addr},
+	sv, c := &p.Server, &p.Controller
+	type listener struct{ key, addr string }
+	var listeners []listener
+	if p.HasRole(RoleNamesrv) {
+		listeners = append(listeners, listener{"server.namesrv_addr", sv.NamesrvAddr})
 	}
+	if p.HasRole(RoleBroker) {
+		listeners = append(listeners, listener{"server.broker_addr", sv.BrokerAddr}, listener{"server.ha_addr", sv.HAAddr})
+	}
+	if p.HasRole(RoleController) {
+		listeners = append(listeners, listener{"controller.addr", c.Addr}, listener{"controller.raft_addr", c.RaftAddr})
+	}
+	listeners = append(listeners, listener{"admin.addr", p.Admin.Addr})
 	for i, l := range listeners {
 		if msg := checkAddr(l.addr, true); msg != "" {
 			fail(l.key, "%s", msg)
