@@ -9,14 +9,14 @@ import (
 
 // admin is `keel admin (status|promote|force-writes)`: one call to a
 // running node's admin API, whose answer it prints; and `keel admin
-// (topic|group|consumer) ...`, which speak the remoting protocol
+// (topic|group|consumer|cluster) ...`, which speak the remoting protocol
 // (adminRemoting).
 func (a *app) admin(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]\n%s", adminRemotingHelp)
 	}
 	switch args[0] {
-	case "topic", "group", "consumer":
+	case "topic", "group", "consumer", "cluster":
 		return a.adminRemoting(args[0], args[1:])
 	}
 	fs := flag.NewFlagSet("admin", flag.ContinueOnError)

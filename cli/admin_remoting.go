@@ -23,13 +23,18 @@ const adminRemotingHelp = `usage:
   keel admin group create --broker ADDR --group G [--retry-max N] [--from-min]
   keel admin group delete --broker ADDR --group G [--clean-offsets]
   keel admin group list   --broker ADDR
+  keel admin topic consumers --broker ADDR (--topic T | T)
   keel admin consumer progress --broker ADDR --group G [--topic T]
+  keel admin consumer reset --broker ADDR --group G --topic T --time (RFC3339|unix-ms|-1) [--force=false]
+  keel admin cluster list --namesrv ADDR
 
 These speak RocketMQ's remoting protocol to a broker (any keel node, or a
-RocketMQ broker) with the admin request codes.
+RocketMQ broker) with the admin request codes. consumer reset moves the group's offsets to
+the first message stored at or after the time (-1: the end); with
+--force=false it only moves them back.
 `
 
-// adminRemoting is `keel admin (topic|group|consumer) ...`
+// adminRemoting is `keel admin (topic|group|consumer|cluster) ...`
 // (adminRemotingHelp).
 func (a *app) adminRemoting(noun string, args []string) error {
 	if len(args) == 0 {
@@ -48,10 +53,22 @@ func (a *app) adminRemoting(noun string, args []string) error {
 	retryMax := fs.Int("retry-max", meta.DefaultRetryMaxTimes, "redeliveries before the dead-letter queue")
 	fromMin := fs.Bool("from-min", false, "a new consumer starts from the queue's minimum offset")
 	clean := fs.Bool("clean-offsets", false, "also delete the group's consumer offsets")
-	if err := fs.Parse(args[1:]); err != nil {
+	at := fs.String("time", "", "reset time: RFC3339, Unix milliseconds, or -1 for the end of each queue")
+	force := fs.Bool("force", true, "let a reset move offsets forward too")
+	namesrv := fs.String("namesrv", "", "name server `address` (host:port), required by cluster list")
+	rest := args[1:]
+	if noun == "topic" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		*topic, rest = rest[0], rest[1:] // keel admin topic VERB T [flags]
+	}
+	if err := fs.Parse(rest); err != nil {
 		return err
 	}
-	if *broker == "" {
+	if noun == "cluster" {
+		if *namesrv == "" {
+			return fmt.Errorf("keel admin %s %s: --namesrv is required", noun, verb)
+		}
+		broker = namesrv
+	} else if *broker == "" {
 		return fmt.Errorf("keel admin %s %s: --broker is required", noun, verb)
 	}
 	need := func(name, v string) error {
@@ -66,7 +83,7 @@ func (a *app) adminRemoting(noun string, args []string) error {
 			return nil, err
 		}
 		if resp.Code != remoting.Success {
-			return nil, fmt.Errorf("keel admin %s %s: broker %s answered code %d: %s", noun, verb, *broker, resp.Code, resp.Remark)
+			return nil, fmt.Errorf("keel admin %s %s: %s answered code %d: %s", noun, verb, *broker, resp.Code, resp.Remark)
 		}
 		return resp, nil
 	}
@@ -155,6 +172,50 @@ func (a *app) adminRemoting(noun string, args []string) error {
 			return fmt.Errorf("keel admin consumer progress: %w", err)
 		}
 		return printConsumeStats(a.stdout, stats)
+	case "consumer reset":
+		for _, f := range [][2]string{{"group", *group}, {"topic", *topic}, {"time", *at}} {
+			if err := need(f[0], f[1]); err != nil {
+				return err
+			}
+		}
+		ms, err := parseResetTime(*at)
+		if err != nil {
+			return fmt.Errorf("keel admin consumer reset: %w", err)
+		}
+		resp, err := call(remoting.CodeInvokeBrokerToResetOffset, map[string]string{
+			"topic": *topic, "group": *group, "timestamp": strconv.FormatInt(ms, 10), "isForce": strconv.FormatBool(*force),
+		}, nil)
+		if err != nil {
+			return err
+		}
+		table, err := remoting.DecodeResetOffsetBody(resp.Body)
+		if err != nil {
+			return fmt.Errorf("keel admin consumer reset: %w", err)
+		}
+		return printResetOffsets(a.stdout, table)
+	case "topic consumers":
+		if err := need("topic", *topic); err != nil {
+			return err
+		}
+		resp, err := call(remoting.CodeQueryTopicConsumeByWho, map[string]string{"topic": *topic}, nil)
+		if err != nil {
+			return err
+		}
+		var gl remoting.GroupList
+		if err := json.Unmarshal(resp.Body, &gl); err != nil {
+			return fmt.Errorf("keel admin topic consumers: decoding the group list: %w", err)
+		}
+		return printLines(a.stdout, "GROUP", gl.GroupList)
+	case "cluster list":
+		resp, err := call(remoting.CodeGetBrokerClusterInfo, nil, nil)
+		if err != nil {
+			return err
+		}
+		ci, err := remoting.DecodeClusterInfo(resp.Body)
+		if err != nil {
+			return fmt.Errorf("keel admin cluster list: %w", err)
+		}
+		return printCluster(a.stdout, ci)
 	}
 	return fmt.Errorf("unknown command keel admin %s %s\n%s", noun, verb, adminRemotingHelp)
 }
