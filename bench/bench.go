@@ -13,7 +13,7 @@
 //	--quick        trim durations and repeats to finish in under 3 minutes
 //	               (matrix.Config.Quick)
 //	--skip LIST    comma-separated parts not to run: ceiling, cells, peers,
-//	               recovery, wire
+//	               recovery, wire, semantics
 //	--scratch DIR  where benchmark stores live (default OUT/scratch; it must
 //	               be on the disk you want to measure), removed afterwards
 //	--plugin-dir DIR  where external plugin binaries are (keel-flush,
@@ -56,6 +56,7 @@ import (
 	"github.com/keelmq/keel/bench/peers"
 	"github.com/keelmq/keel/bench/recovery"
 	"github.com/keelmq/keel/bench/report"
+	"github.com/keelmq/keel/bench/semantics"
 	"github.com/keelmq/keel/bench/wire"
 	"github.com/keelmq/keel/host"
 )
@@ -69,6 +70,10 @@ const (
 	// PartWire is keel end to end over the RocketMQ protocol beside NATS
 	// JetStream (the matrix's [wire] section, package bench/wire).
 	PartWire = "wire"
+	// PartSemantics is timer messages and transactional sends beside
+	// plain sends (the matrix's [semantics] section, package
+	// bench/semantics).
+	PartSemantics = "semantics"
 )
 
 // Options configures Run.
@@ -119,7 +124,7 @@ func Main(args []string, opts ...MainOption) error {
 	cfgPath := fl.String("config", "", "benchmark matrix TOML file (required), e.g. configs/bench/quick.toml")
 	out := fl.String("out", "bench-out", "output directory for results.json, results.csv, report.md and charts")
 	quick := fl.Bool("quick", false, "trim durations and repeats to finish in under 3 minutes")
-	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery, wire")
+	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery, wire, semantics")
 	scratch := fl.String("scratch", "", "directory for benchmark stores (default OUT/scratch)")
 	pluginDir := fl.String("plugin-dir", "", "directory holding external plugin binaries (keel-flush, keel-index-hash); default: next to this executable, ./bin, PATH")
 	if err := fl.Parse(args); err != nil {
@@ -147,8 +152,8 @@ func Main(args []string, opts ...MainOption) error {
 		if s == "" {
 			continue
 		}
-		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery, PartWire}, s) {
-			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers, recovery or wire", s)
+		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery, PartWire, PartSemantics}, s) {
+			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers, recovery, wire or semantics", s)
 		}
 		o.Skip[s] = true
 	}
@@ -246,6 +251,13 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 			return nil, ctx.Err()
 		}
 	}
+	if !o.Skip[PartSemantics] {
+		res.Semantics = semantics.RunPart(ctx, cfg.Semantics, semantics.PartOptions{Scratch: o.Scratch, Queues: cfg.Queues,
+			SegmentSize: int64(cfg.Wire.SegmentSize), Step: pr.step, Result: pr.result, Skip: pr.skip})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	if !o.Skip[PartRecovery] {
 		res.Recovery = runRecovery(ctx, cfg, o, pr)
 		if ctx.Err() != nil {
@@ -285,6 +297,9 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 	}
 	if !skip[PartWire] {
 		n += cfg.WireRuns()
+	}
+	if !skip[PartSemantics] {
+		n += cfg.SemanticsRuns()
 	}
 	if !skip[PartRecovery] {
 		n += cfg.RecoveryRuns()
