@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/keelmq/keel/host/remoting"
 )
 
 // TestClientGoAdminTopics drives keel with rocketmq-client-go's admin
@@ -74,4 +79,110 @@ func TestClientGoAdminTopics(t *testing.T) {
 	}
 	// (FetchPublishMessageQueues would answer from the client's route
 	// cache, which a TOPIC_NOT_EXIST lookup does not clear.)
+}
+
+// TestAdminResetOffsetByTime: a consumer reads everything; `keel admin
+// consumer reset` to a time between two batches commits the group's
+// offsets there and pushes RESET_CONSUMER_CLIENT_OFFSET to the live
+// consumer, which (rocketmq-client-go's ResetOffset: it waits 10 s, then
+// pulls from the new offsets) gets the second batch again and the first
+// not.
+func TestAdminResetOffsetByTime(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	logClientOnFailure(t)
+	k := startKeel(t, keelConfig{profile: "default.toml"})
+	const topic, group = "E2E_Reset", "G_Reset"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	call := func(code int16, ext map[string]string) *remoting.Command {
+		t.Helper()
+		resp, err := remoting.Call(ctx, k.Broker, &remoting.Command{Code: code, ExtFields: remoting.FieldsOf(ext)})
+		if err != nil {
+			t.Fatalf("code %d: %v", code, err)
+		}
+		return resp
+	}
+	if r := call(remoting.CodeUpdateAndCreateTopic, map[string]string{"topic": topic, "defaultTopic": "TBW102",
+		"readQueueNums": "2", "writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "order": "false"}); r.Code != remoting.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	p := newProducer(t, k.Namesrv, "reset-producer")
+	first := sendN(t, p, topic, "reset-a", "", 0, 10)
+	time.Sleep(100 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	second := sendN(t, p, topic, "reset-b", "", 0, 10)
+	all := append(slices.Clone(first), second...)
+
+	got := newReceived()
+	startConsumer(t, consumerConfig{namesrv: k.Namesrv, group: group, instance: "reset-consumer", topic: topic}, got.handler)
+	if err := waitFor(30*time.Second, func() bool { return got.hasAll(all) }); err != nil {
+		t.Fatalf("consumer missing %s", abbrev(got.missing(all)))
+	}
+	caughtUp := func() bool {
+		r := call(remoting.CodeGetConsumeStats, map[string]string{"consumerGroup": group, "topic": topic})
+		stats, err := remoting.DecodeConsumeStats(r.Body)
+		if r.Code != remoting.Success || err != nil || len(stats) != 2 {
+			return false
+		}
+		for _, s := range stats {
+			if s.Lag() != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if err := waitFor(20*time.Second, caughtUp); err != nil {
+		t.Fatal("the group's committed offsets did not reach the queues' ends")
+	}
+
+	out, err := exec.CommandContext(ctx, keelBin, "admin", "consumer", "reset", "--broker", k.Broker,
+		"--group", group, "--topic", topic, "--time", mid.UTC().Format(time.RFC3339Nano)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("keel admin consumer reset: %v\n%s", err, out)
+	}
+	// The printed table: one line per queue, offsets summing to the
+	// first batch.
+	var sum int64
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != topic {
+			t.Fatalf("keel admin consumer reset printed %q", out)
+		}
+		n, _ := strconv.ParseInt(f[3], 10, 64)
+		sum += n
+	}
+	if sum != int64(len(first)) {
+		t.Fatalf("reset offsets sum to %d, want %d (the first batch):\n%s", sum, len(first), out)
+	}
+
+	if err := waitFor(60*time.Second, func() bool {
+		for _, b := range second {
+			if got.count(b) < 2 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		var again []string
+		for _, b := range second {
+			if got.count(b) < 2 {
+				again = append(again, b)
+			}
+		}
+		t.Fatalf("after the reset the consumer did not get again: %s", abbrev(again))
+	}
+	for _, b := range first {
+		if n := got.count(b); n != 1 {
+			t.Errorf("%s (stored before the reset time) delivered %d times, want once", b, n)
+		}
+	}
+	if err := waitFor(20*time.Second, caughtUp); err != nil {
+		t.Error("the group did not catch up again after the reset")
+	}
+	groups := call(remoting.CodeQueryTopicConsumeByWho, map[string]string{"topic": topic})
+	if groups.Code != remoting.Success || !strings.Contains(string(groups.Body), fmt.Sprintf("%q", group)) {
+		t.Errorf("QUERY_TOPIC_CONSUME_BY_WHO: %d %s, want %s listed", groups.Code, groups.Body, group)
+	}
 }
