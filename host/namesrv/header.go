@@ -95,8 +95,9 @@ var errCRCMismatch = errors.New("crc32 not match")
 
 // decodeRegister decodes a REGISTER_BROKER request, header and body. A
 // non-zero bodyCrc32 must match the body; the body is decoded in the form
-// the compressed header names. Errors wrap ErrInvalid; a checksum mismatch
-// also wraps errCRCMismatch.
+// the compressed header names. The result is not validated yet (the
+// registry's entry point does it for both paths). Errors wrap ErrInvalid;
+// a checksum mismatch also wraps errCRCMismatch.
 func decodeRegister(cmd *remoting.Command) (Registration, error) {
 	f := fields{cmd: cmd}
 	reg := Registration{
@@ -124,9 +125,6 @@ func decodeRegister(cmd *remoting.Command) (Registration, error) {
 		return Registration{}, fmt.Errorf("decoding REGISTER_BROKER body (compressed=%t): %w", compressed, err)
 	}
 	reg.Topics, reg.DataVersion, reg.FilterServers = body.topics, body.version, body.filterServers
-	if err := reg.validate(); err != nil {
-		return Registration{}, fmt.Errorf("REGISTER_BROKER from %s: %w", reg.BrokerAddr, err)
-	}
 	return reg, nil
 }
 

@@ -40,7 +40,10 @@ type RegistrarConfig struct {
 	// (Server.RegisterBroker), beside NameServers; nil for none.
 	Local *Server
 	// Interval between registration rounds. Default
-	// DefaultRegisterInterval.
+	// DefaultRegisterInterval. It must stay well below the name servers'
+	// expiry (DefaultExpireAfter) and their remoting idle timeout
+	// (remoting.DefaultIdleTimeout, 120 s): a name server that closes the
+	// idle registration connection drops the broker until the next round.
 	Interval time.Duration
 	// Timeout bounds each call to one name server. Default
 	// DefaultRegisterTimeout.
@@ -152,9 +155,17 @@ func (r *Registrar) loop() {
 // Register runs one registration round now and waits for it: every name
 // server in parallel, each call bounded by Timeout and ctx. It returns the
 // failures joined (nil when every name server accepted).
+// After Stop it returns ErrRegistrarStopped and sends nothing, so no
+// registration follows the unregistration.
 func (r *Registrar) Register(ctx context.Context) error {
 	r.roundMu.Lock()
 	defer r.roundMu.Unlock()
+	r.mu.Lock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
+		return ErrRegistrarStopped
+	}
 	reg := r.src.Registration()
 	var cmdErr error
 	var body *remoting.Command
@@ -183,6 +194,9 @@ func (r *Registrar) Register(ctx context.Context) error {
 		return t.note(r.log, "registering", err)
 	})
 }
+
+// ErrRegistrarStopped is returned by Register after Stop.
+var ErrRegistrarStopped = errors.New("namesrv: registrar stopped")
 
 // each runs f for every target in parallel, each under its own Timeout.
 func (r *Registrar) each(ctx context.Context, f func(context.Context, *target) error) error {

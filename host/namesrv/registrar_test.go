@@ -3,6 +3,7 @@ package namesrv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -115,6 +116,12 @@ func TestRegistrarRegistersTriggersAndUnregisters(t *testing.T) {
 	}
 	if err := r.Stop(ctx); err != nil {
 		t.Fatalf("second Stop: %v", err)
+	}
+	if err := r.Register(ctx); !errors.Is(err, ErrRegistrarStopped) {
+		t.Fatalf("Register after Stop: %v", err)
+	}
+	if _, ok := routed(t, local, "T"); ok {
+		t.Fatal("Register after Stop registered again")
 	}
 }
 

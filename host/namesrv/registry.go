@@ -162,26 +162,17 @@ func (r *registry) remove(key brokerKey) {
 	}
 }
 
-// expired returns the brokers whose timeout has passed at now.
-func (r *registry) expired(now time.Time) []*liveBroker {
-	var out []*liveBroker
-	for _, lb := range r.brokers {
-		if now.Sub(lb.updated) > lb.timeout {
-			out = append(out, lb)
+// removeWhere forgets every live broker for which drop is true and
+// returns them.
+func (r *registry) removeWhere(drop func(*liveBroker) bool) []*liveBroker {
+	var gone []*liveBroker
+	for key, lb := range r.brokers {
+		if drop(lb) {
+			r.remove(key)
+			gone = append(gone, lb)
 		}
 	}
-	return out
-}
-
-// onConn returns the brokers whose last registration came on conn.
-func (r *registry) onConn(conn uint64) []*liveBroker {
-	var out []*liveBroker
-	for _, lb := range r.brokers {
-		if lb.conn == conn {
-			out = append(out, lb)
-		}
-	}
-	return out
+	return gone
 }
 
 // source returns the member whose topics the group's routes show: the

@@ -169,10 +169,7 @@ func (s *Server) scanLoop(stop <-chan struct{}, done chan<- struct{}) {
 func (s *Server) scan() {
 	now := s.cfg.Now()
 	s.mu.Lock()
-	gone := s.reg.expired(now)
-	for _, lb := range gone {
-		s.reg.remove(lb.key)
-	}
+	gone := s.reg.removeWhere(func(lb *liveBroker) bool { return now.Sub(lb.updated) > lb.timeout })
 	s.mu.Unlock()
 	for _, lb := range gone {
 		s.log.Warn("namesrv: broker expired", "cluster", lb.key.cluster, "broker", lb.name, "addr", lb.key.addr, "id", lb.id, "silent", now.Sub(lb.updated), "timeout", lb.timeout)
@@ -182,10 +179,7 @@ func (s *Server) scan() {
 // dropConn forgets every broker whose last registration came on conn.
 func (s *Server) dropConn(conn uint64) {
 	s.mu.Lock()
-	gone := s.reg.onConn(conn)
-	for _, lb := range gone {
-		s.reg.remove(lb.key)
-	}
+	gone := s.reg.removeWhere(func(lb *liveBroker) bool { return lb.conn == conn })
 	s.mu.Unlock()
 	for _, lb := range gone {
 		s.log.Info("namesrv: broker's connection closed; broker dropped", "cluster", lb.key.cluster, "broker", lb.name, "addr", lb.key.addr, "id", lb.id)
