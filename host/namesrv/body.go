@@ -34,14 +34,17 @@ type topicConfigWrapperJSON struct {
 }
 
 // decodeRegisterBody decodes a REGISTER_BROKER body in the form compressed
-// names. An empty body is an empty table at the zero version, as RocketMQ
+// names, or in the zlib form when the body starts with a zlib header
+// whatever the flag says: RocketMQ 5 brokers with compressedRegister send
+// compressed=false beside a compressed body (see the reference, §6.1), and
+// a zlib header can never start a JSON body. An empty body is an empty table at the zero version, as RocketMQ
 // treats a missing one. A topic whose TopicName is empty takes its key's;
 // one whose name differs from its key is an error. It never panics.
 func decodeRegisterBody(b []byte, compressed bool) (registerBody, error) {
 	if len(b) == 0 {
 		return registerBody{topics: map[string]meta.TopicConfig{}}, nil
 	}
-	if compressed {
+	if compressed || isZlib(b) {
 		return decodeRegisterBodyZlib(b)
 	}
 	var j registerBodyJSON
@@ -59,6 +62,12 @@ func decodeRegisterBody(b []byte, compressed bool) (registerBody, error) {
 		topics[name] = tc
 	}
 	return registerBody{topics: topics, version: j.TopicConfigSerializeWrapper.DataVersion, filterServers: j.FilterServerList}, nil
+}
+
+// isZlib reports whether b starts with a zlib stream header (RFC 1950:
+// deflate method, window at most 32 KiB, header check bits).
+func isZlib(b []byte) bool {
+	return len(b) >= 2 && b[0]&0x0F == 8 && b[0]>>4 <= 7 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0
 }
 
 // encodeRegisterBody writes body in the JSON form, or the zlib form when

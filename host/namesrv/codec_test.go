@@ -92,6 +92,11 @@ var goldenFrames = map[string]func() []byte{
 		b := zlibBody([]string{"TBW102 8 8 7 SINGLE_TAG {}", `TopicTest 4 4 6 SINGLE_TAG {"+message.type":"FIFO"}`}, true)
 		return javaFrame(javaHeader(b, true), b)
 	},
+	// What RocketMQ 5 with compressedRegister really sends: compressed=false.
+	"register_java5_zlib_flagged_false.frame": func() []byte {
+		b := zlibBody([]string{"TBW102 8 8 7 SINGLE_TAG {}", `TopicTest 4 4 6 SINGLE_TAG {"+message.type":"FIFO"}`}, true)
+		return javaFrame(javaHeader(b, false), b)
+	},
 	"register_java4_zlib.frame": func() []byte {
 		b := zlibBody([]string{"TBW102 8 8 7 SINGLE_TAG", "TopicTest 4 4 6 SINGLE_TAG"}, false)
 		return javaFrame(javaHeader(b, true), b)

@@ -107,9 +107,14 @@ func registerWire(t testing.TB, c *nsClient, r Registration) *remoting.Command {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return registerWireCmd(t, c, cmd)
+}
+
+func registerWireCmd(t testing.TB, c *nsClient, cmd *remoting.Command) *remoting.Command {
+	t.Helper()
 	resp := call(t, c, cmd)
 	if resp.Code != remoting.Success {
-		t.Fatalf("register %s: code %d %q", r.BrokerAddr, resp.Code, resp.Remark)
+		t.Fatalf("register %s: code %d %q", cmd.Ext("brokerAddr"), resp.Code, resp.Remark)
 	}
 	return resp
 }

@@ -398,7 +398,7 @@ func TestBadRegistrationsRefused(t *testing.T) {
 		{"negative brokerId", edit(good, func(c *remoting.Command) { c.SetExt("brokerId", "-1") }), "broker id -1 is negative"},
 		{"bad crc", edit(good, func(c *remoting.Command) { c.SetExt("bodyCrc32", "12345") }), "crc32 not match"},
 		{"truncated zlib", edit(zipped, func(c *remoting.Command) { c.Body = c.Body[:len(c.Body)/2]; c.SetExt("bodyCrc32", "0") }), "unexpected EOF"},
-		{"zlib flagged as JSON", edit(zipped, func(c *remoting.Command) { c.SetExt("compressed", "false") }), "RegisterBrokerBody JSON"},
+		{"JSON flagged as zlib", edit(good, func(c *remoting.Command) { c.SetExt("compressed", "true") }), "zlib: invalid header"},
 		{"bad topic", edit(good, func(c *remoting.Command) {
 			c.Body = []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":0,"writeQueueNums":1,"perm":6}}}}`)
 			c.SetExt("bodyCrc32", "0")
@@ -416,6 +416,11 @@ func TestBadRegistrationsRefused(t *testing.T) {
 	}
 	if _, ok := routeOf(t, c, "T"); ok {
 		t.Fatal("a refused registration registered")
+	}
+	// RocketMQ 5's quirk: a compressed body flagged compressed=false.
+	registerWireCmd(t, c, edit(zipped, func(c *remoting.Command) { c.SetExt("compressed", "false") }))
+	if rd, ok := routeOf(t, c, "T"); !ok || rd.QueueDatas[0].WriteQueueNums != 4 {
+		t.Fatalf("zlib body flagged as JSON: %+v", rd)
 	}
 	for _, code := range []int16{remoting.CodeUnregisterBroker, remoting.CodeQueryDataVersion} {
 		resp := call(t, c, request(code, map[string]string{"brokerName": "broker-a", "clusterName": "C1", "brokerId": "0"}, nil))
