@@ -25,6 +25,7 @@
 //	registry.go      the state: clusters, groups, live brokers; its rules
 //	route.go         route, cluster-info and topic-list bodies
 //	server.go        Server: configuration, in-process API, expiry scan
+//	brokers.go       Server.Brokers: what is registered, for status pages
 //	handlers.go      Server's wire handlers
 //	client.go        the registrar's persistent connection to a name server
 //	registrar.go     Registrar: periodic and triggered registration

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,27 @@ func TestMasterGoneSlaveServesReadOnly(t *testing.T) {
 	}
 	if q := rd.QueueDatas[0]; q.Perm != meta.PermRead|meta.PermWrite {
 		t.Fatalf("promoted master's queues %+v", q)
+	}
+}
+
+func TestBrokersListsEveryRegistration(t *testing.T) {
+	s, clk, addr := newTestServer(t, Config{})
+	registerTwoGroups(t, addr)
+	mustRegister(t, s, reg("C0", "broker-z", "10.9.9.9:1", 0))
+	got := s.Brokers()
+	var names []string
+	for _, b := range got {
+		names = append(names, b.Cluster+"/"+b.BrokerName+"/"+strconv.FormatInt(b.BrokerID, 10)+"/"+b.BrokerAddr)
+	}
+	want := []string{"C0/broker-z/0/10.9.9.9:1", "C1/broker-a/0/" + aMaster, "C1/broker-a/1/" + aSlave, "C1/broker-b/0/" + bMaster, "C1/broker-b/1/" + bSlave}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("brokers %v, want %v", names, want)
+	}
+	if b := got[1]; b.Topics != 2 || !b.Wire || b.HAServerAddr != aMaster+"-ha" || !b.LastUpdate.Equal(clk.Now()) || b.Timeout != DefaultExpireAfter {
+		t.Fatalf("broker-a master %+v", b)
+	}
+	if got[0].Wire {
+		t.Fatal("an in-process registration reported as wire")
 	}
 }
 
