@@ -65,16 +65,8 @@ func genCommand(t *rapid.T, s *State) command {
 }
 
 func checkGroup(t *rapid.T, g *Group) {
-	for _, id := range g.SyncStateSet {
-		if _, ok := g.Member(id); !ok {
-			t.Fatalf("%s: SyncStateSet %v names non-member %d", g.GroupKey, g.SyncStateSet, id)
-		}
-	}
-	if !slices.IsSorted(g.SyncStateSet) || !slices.IsSortedFunc(g.Members, func(a, b Member) int { return int(a.ID - b.ID) }) {
-		t.Fatalf("%s: not sorted: %+v", g.GroupKey, g)
-	}
-	if g.MasterID != 0 && !g.InSyncStateSet(g.MasterID) {
-		t.Fatalf("%s: master %d outside SyncStateSet %v", g.GroupKey, g.MasterID, g.SyncStateSet)
+	if err := g.validate(); err != nil {
+		t.Fatal(err)
 	}
 }
 

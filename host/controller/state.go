@@ -91,6 +91,40 @@ func (g *Group) InSyncStateSet(id int64) bool {
 	return ok
 }
 
+// validate checks the invariants every applied command keeps: members
+// sorted by distinct ids below NextID, the SyncStateSet sorted, distinct
+// and made of members, the master (if any) in it, epochs not negative.
+func (g *Group) validate() error {
+	if g.Cluster == "" || g.BrokerName == "" {
+		return fmt.Errorf("group %s: empty cluster or broker name", g.GroupKey)
+	}
+	if g.MasterEpoch < 0 || g.SyncStateSetEpoch < 0 {
+		return fmt.Errorf("group %s: negative epoch (%d, %d)", g.GroupKey, g.MasterEpoch, g.SyncStateSetEpoch)
+	}
+	for i, m := range g.Members {
+		if m.ID < 1 || m.ID >= g.NextID || (i > 0 && m.ID <= g.Members[i-1].ID) {
+			return fmt.Errorf("group %s: member ids %v not increasing from 1 below %d", g.GroupKey, memberIDs(g.Members), g.NextID)
+		}
+	}
+	for i, id := range g.SyncStateSet {
+		if _, ok := g.Member(id); !ok || (i > 0 && id <= g.SyncStateSet[i-1]) {
+			return fmt.Errorf("group %s: SyncStateSet %v not sorted distinct members", g.GroupKey, g.SyncStateSet)
+		}
+	}
+	if g.MasterID != 0 && !g.InSyncStateSet(g.MasterID) {
+		return fmt.Errorf("group %s: master %d outside the SyncStateSet %v", g.GroupKey, g.MasterID, g.SyncStateSet)
+	}
+	return nil
+}
+
+func memberIDs(ms []Member) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
 func (g *Group) clone() Group {
 	out := *g
 	out.Members = slices.Clone(g.Members)
@@ -170,6 +204,9 @@ func stateFrom(ss snapshotState) (*State, error) {
 	s := newState()
 	for i := range ss.Groups {
 		g := ss.Groups[i].clone()
+		if err := g.validate(); err != nil {
+			return nil, fmt.Errorf("controller snapshot: %w", err)
+		}
 		if _, dup := s.Groups[g.GroupKey]; dup {
 			return nil, fmt.Errorf("controller snapshot holds group %s twice", g.GroupKey)
 		}
