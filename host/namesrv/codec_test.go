@@ -254,3 +254,12 @@ func TestCompressedBodyRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestHeaderBoolIsJavaParseBoolean(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "TRUE": true, "True": true, "1": false, "t": false, "": false, "false": false} {
+		f := fields{cmd: request(0, map[string]string{"compressed": v}, nil)}
+		if got := f.bool("compressed"); got != want {
+			t.Errorf("%q: %t, want %t", v, got, want)
+		}
+	}
+}

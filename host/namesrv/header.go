@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/keelmq/keel/host/remoting"
@@ -80,8 +81,7 @@ func (f *fields) int(k string, bits int, def int64, need bool) int64 {
 // "true" in any case.
 func (f *fields) bool(k string) bool {
 	v, _ := f.cmd.ExtFields.Get(k)
-	b, err := strconv.ParseBool(v)
-	return err == nil && b
+	return strings.EqualFold(v, "true")
 }
 
 // bodyCRC32 is RocketMQ's UtilAll.crc32: the IEEE CRC32 of b with the top
