@@ -209,18 +209,20 @@ func (c *Client) Register(ctx context.Context, r Registration) (int64, Group, er
 	return id, g, nil
 }
 
-// Heartbeat reports the broker's liveness and position to the leader.
-func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) error {
-	_, err := c.call(ctx, request(remoting.CodeBrokerHeartbeat, map[string]string{
+// Heartbeat reports the broker's liveness and position to the leader and
+// returns its group's state as the leader holds it (master, epochs,
+// SyncStateSet, members), so the broker can switch roles on an election.
+func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (Group, error) {
+	resp, err := c.call(ctx, request(remoting.CodeBrokerHeartbeat, map[string]string{
 		"clusterName": hb.Group.Cluster, "brokerName": hb.Group.BrokerName, "brokerAddr": hb.Addr,
 		"brokerId": i64s(hb.BrokerID), "epoch": strconv.Itoa(int(hb.Epoch)),
 		"maxOffset": i64s(hb.MaxOffset), "confirmOffset": i64s(hb.ConfirmOffset),
 		"heartbeatTimeoutMills": i64s(hb.Timeout.Milliseconds()), "electionPriority": strconv.Itoa(int(hb.Priority)),
 	}, nil))
 	if err != nil {
-		return fmt.Errorf("heartbeat of %s broker %d: %w", hb.Group, hb.BrokerID, err)
+		return Group{}, fmt.Errorf("heartbeat of %s broker %d: %w", hb.Group, hb.BrokerID, err)
 	}
-	return nil
+	return groupFromReply(hb.Group, resp)
 }
 
 // AlterSyncStateSet asks, as master masterID at masterEpoch, to replace

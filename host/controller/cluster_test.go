@@ -110,6 +110,7 @@ func TestClusterFailover(t *testing.T) {
 	if gb.MasterEpoch != 2 {
 		t.Fatalf("group b after the connection closed: %+v (in %v)", gb, time.Since(closed))
 	}
+	eventually(t, 2*testBeatEvery+time.Second, "b2 told by its heartbeat that it is master", func() bool { return b2.told.Load() == b2.id })
 
 	// 3. a2 fails while the raft leader is killed: the new leader elects a1.
 	a1.paused.Store(false)

@@ -48,6 +48,10 @@ type syncStateSetBody struct {
 // are watched: the brokers whose heartbeats came on one count as dead at
 // once, and their groups are scanned.
 //
+// BROKER_HEARTBEAT's SUCCESS answer is a keel extension: it carries the
+// group's replica info as CONTROLLER_GET_REPLICA_INFO does (RocketMQ's is
+// empty), so a broker learns of an election at its next heartbeat.
+//
 // REGISTER_BROKER identifies a member by the nodeId header when the broker
 // sends one (a stable id the broker keeps in its data directory, so a
 // broker whose disk was wiped comes back as a new member outside the
@@ -159,7 +163,7 @@ func (c *Controller) handleHeartbeat(req *remoting.Request) (*remoting.Command, 
 		return nil, fmt.Errorf("BROKER_HEARTBEAT: %w: broker id %d is not a member of %s", ErrNeedRegister, hb.BrokerID, k)
 	}
 	c.live.record(hb, req.Conn.ID(), time.Now())
-	return remoting.NewResponse(req.Cmd, remoting.Success, ""), nil
+	return replicaResponse(req.Cmd, &g), nil
 }
 
 func (c *Controller) handleRegister(req *remoting.Request) (*remoting.Command, error) {

@@ -160,6 +160,8 @@ type testBroker struct {
 	epoch  atomic.Int32
 	offset atomic.Int64
 	paused atomic.Bool
+	// told is the master id the last heartbeat answer named.
+	told atomic.Int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -183,11 +185,16 @@ func newTestBroker(t testing.TB, addrs []string, k GroupKey, name string, offset
 	return b
 }
 
+// heartbeat sends one heartbeat and remembers the master it was told of.
 func (b *testBroker) heartbeat() error {
-	return b.cl.Heartbeat(context.Background(), Heartbeat{
+	g, err := b.cl.Heartbeat(context.Background(), Heartbeat{
 		Group: b.reg.Group, BrokerID: b.id, Addr: b.reg.Addr,
 		Epoch: b.epoch.Load(), MaxOffset: b.offset.Load(),
 	})
+	if err == nil {
+		b.told.Store(g.MasterID)
+	}
+	return err
 }
 
 func (b *testBroker) beat() {

@@ -30,7 +30,7 @@ func TestSingleNodeRestart(t *testing.T) {
 	if _, err := a1.cl.ElectMaster(ctx, k, 99, true); !isErr(err, ErrBrokerNotAlive) {
 		t.Fatalf("designating an unknown broker: %v, want ErrBrokerNotAlive", err)
 	}
-	if err := a1.cl.Heartbeat(ctx, Heartbeat{Group: k, BrokerID: 99}); !isErr(err, ErrNeedRegister) {
+	if _, err := a1.cl.Heartbeat(ctx, Heartbeat{Group: k, BrokerID: 99}); !isErr(err, ErrNeedRegister) {
 		t.Fatalf("heartbeat of an unregistered id: %v, want ErrNeedRegister", err)
 	}
 	if _, err := a1.cl.AlterSyncStateSet(ctx, k, a1.id, g.MasterEpoch, []int64{a2.id}, g.SyncStateSetEpoch); !isErr(err, ErrInvalidReplicas) {
