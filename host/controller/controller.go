@@ -1,15 +1,3 @@
-// Package controller is keel's cluster controller (issue #18), after
-// RocketMQ 5's controller mode: a hashicorp/raft group that holds, for
-// every broker group, its members, master, master epoch and SyncStateSet,
-// and elects a new master from the SyncStateSet when the master's
-// heartbeats stop or its connection closes.
-//
-// Replicated state (State) changes only through raft log entries applied
-// by a deterministic state machine (fsm.go, commands.go). Liveness is the
-// leader's memory (liveness.go), never raft state: brokers heartbeat to the
-// leader, and a new leader seeds every known member as just seen. The
-// leader scans every group each ScanInterval and commits elections through
-// raft; followers answer CONTROLLER_NOT_LEADER naming the leader.
 package controller
 
 import (
@@ -73,6 +61,9 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("starting controller %s: %w", c.cfg.NodeID, err)
+	}
+	if c.raft.Load() != nil || c.cancel != nil {
+		return fmt.Errorf("starting controller %s: already started", c.cfg.NodeID)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	if err := c.startRaft(runCtx); err != nil {
