@@ -98,22 +98,23 @@ func routeNotFound(topic string) string {
 // handleClusterInfo is GET_BROKER_CLUSTER_INFO (106): every group of every
 // cluster.
 func (s *Server) handleClusterInfo(req *remoting.Request) *remoting.Command {
-	s.mu.Lock()
-	ci := s.reg.clusterInfo()
-	s.mu.Unlock()
-	resp := remoting.NewResponse(req.Cmd, remoting.Success, "")
-	resp.Body = mustJSON(ci)
-	return resp
+	return s.answerView(req, func(r *registry) any { return r.clusterInfo() })
 }
 
 // handleTopicList is GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every topic
 // with a route, sorted.
 func (s *Server) handleTopicList(req *remoting.Request) *remoting.Command {
+	return s.answerView(req, func(r *registry) any { return r.topicList() })
+}
+
+// answerView answers req with the JSON of what view builds from the
+// registry (under the lock; the marshalling is not).
+func (s *Server) answerView(req *remoting.Request, view func(*registry) any) *remoting.Command {
 	s.mu.Lock()
-	tl := s.reg.topicList()
+	v := view(s.reg)
 	s.mu.Unlock()
 	resp := remoting.NewResponse(req.Cmd, remoting.Success, "")
-	resp.Body = mustJSON(tl)
+	resp.Body = mustJSON(v)
 	return resp
 }
 
