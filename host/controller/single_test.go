@@ -2,9 +2,13 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/keelmq/keel/host/remoting"
 )
 
 // TestSingleNodeRestart: one controller works alone; designated elections
@@ -46,6 +50,8 @@ func TestSingleNodeRestart(t *testing.T) {
 	if err != nil || g.MasterID != a2.id || g.MasterEpoch != 2 {
 		t.Fatalf("designated election of a2: %+v, %v", g, err)
 	}
+
+	checkWire(t, n.addr, k, a2.id, a1.id)
 
 	if err := n.ctrl.raft.Load().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
@@ -95,5 +101,51 @@ func TestClientNoController(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("took %v with a 500ms timeout", took)
+	}
+}
+
+// checkWire sends raw requests: bad input gets CONTROLLER_INVALID_REQUEST
+// naming the field; CONTROLLER_GET_SYNC_STATE_DATA answers RocketMQ's
+// BrokerReplicasInfo shape.
+func checkWire(t *testing.T, addr string, k GroupKey, master, slave int64) {
+	t.Helper()
+	ctx := context.Background()
+	call := func(code int16, fields map[string]string, body []byte) *remoting.Command {
+		resp, err := remoting.Call(ctx, addr, &remoting.Command{Code: code, ExtFields: remoting.FieldsOf(fields), Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, bad := range []struct {
+		code   int16
+		fields map[string]string
+		body   string
+		remark string
+	}{
+		{remoting.CodeControllerRegisterBroker, map[string]string{"clusterName": "c", "brokerName": "b"}, "", "brokerAddress"},
+		{remoting.CodeBrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "b", "brokerId": "x"}, "", "brokerId"},
+		{remoting.CodeControllerAlterSyncStateSet, map[string]string{"brokerName": k.BrokerName, "masterBrokerId": "1", "masterEpoch": "2"}, "{", "body"},
+		{remoting.CodeControllerElectMaster, map[string]string{"brokerName": k.BrokerName, "designateElect": "true"}, "", "brokerId"},
+		{remoting.CodeControllerGetSyncStateData, nil, "nope", "JSON list"},
+	} {
+		resp := call(bad.code, bad.fields, []byte(bad.body))
+		if resp.Code != remoting.ControllerInvalidRequest || !strings.Contains(resp.Remark, bad.remark) {
+			t.Errorf("code %d with %v: answered %d %q, want %d naming %s", bad.code, bad.fields, resp.Code, resp.Remark, remoting.ControllerInvalidRequest, bad.remark)
+		}
+	}
+	resp := call(remoting.CodeControllerGetSyncStateData, map[string]string{"clusterName": k.Cluster}, []byte(`["`+k.BrokerName+`"]`))
+	var info brokerReplicasInfo
+	if err := json.Unmarshal(resp.Body, &info); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("sync state data: %d %q %v", resp.Code, resp.Remark, err)
+	}
+	ri := info.ReplicasInfoTable[k.BrokerName]
+	if ri.MasterBrokerID != master || len(ri.InSyncReplicas) != 1 || ri.InSyncReplicas[0].BrokerID != master ||
+		!ri.InSyncReplicas[0].Alive || len(ri.NotInSyncReplicas) != 1 || ri.NotInSyncReplicas[0].BrokerID != slave {
+		t.Fatalf("sync state data of %s: %+v", k, ri)
+	}
+	resp = call(remoting.CodeControllerGetMetadataInfo, nil, nil)
+	if resp.Ext("isLeader") != "true" || resp.Ext("controllerLeaderAddress") != addr {
+		t.Fatalf("metadata: %v", resp.ExtFields)
 	}
 }
