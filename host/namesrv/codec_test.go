@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -261,5 +262,33 @@ func TestHeaderBoolIsJavaParseBoolean(t *testing.T) {
 		if got := f.bool("compressed"); got != want {
 			t.Errorf("%q: %t, want %t", v, got, want)
 		}
+	}
+}
+
+// TestGoldenJavaFrameOverTheWire sends the RocketMQ 5 frame's bytes as
+// they are to a served name server and reads the raw answer.
+func TestGoldenJavaFrameOverTheWire(t *testing.T) {
+	s, _, addr := newTestServer(t, Config{})
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write(readGolden(t, "register_java5_json.frame")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := remoting.ReadCommand(bufio.NewReader(nc), remoting.DefaultMaxFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.IsResponse() || resp.Opaque != 3 || resp.Code != remoting.Success {
+		t.Fatalf("answer %+v", resp)
+	}
+	s.mu.Lock()
+	rd, ok := s.reg.route("TopicTest")
+	s.mu.Unlock()
+	if !ok || rd.BrokerDatas[0].BrokerAddrs["0"] != "192.168.0.10:10911" || rd.QueueDatas[0].WriteQueueNums != 4 {
+		t.Fatalf("route after the Java frame: %+v", rd)
 	}
 }
