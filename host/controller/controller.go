@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -263,11 +264,22 @@ func (c *Controller) kickScan() {
 	}
 }
 
-// slogWriter carries raft's hclog lines into slog.
+// slogWriter carries raft's hclog lines into slog, at the level hclog
+// wrote in the line.
 type slogWriter struct{ log *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Info(string(trimNewline(p)), "source", "raft")
+	line := string(trimNewline(p))
+	level := slog.LevelInfo
+	switch {
+	case strings.Contains(line, "[ERROR]"):
+		level = slog.LevelError
+	case strings.Contains(line, "[WARN]"):
+		level = slog.LevelWarn
+	case strings.Contains(line, "[DEBUG]"), strings.Contains(line, "[TRACE]"):
+		level = slog.LevelDebug
+	}
+	w.log.Log(context.Background(), level, line, "source", "raft")
 	return len(p), nil
 }
 
