@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"math"
-	"net/http"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -117,37 +116,15 @@ func TestMetricsConsumerLagParses(t *testing.T) {
 	for n.Store().MaxQueueOffset("T", 0) < 5 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	code, text := adminDo(t, n, http.MethodGet, "/metrics", nil)
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: %d", code)
-	}
-	samples, err := parsePrometheusText(text)
-	if err != nil {
-		t.Fatalf("/metrics is not valid Prometheus text: %v\n%s", err, text)
-	}
-	find := func(name string, labels map[string]string) (float64, bool) {
-		for _, s := range samples {
-			if s.name != name {
-				continue
-			}
-			match := true
-			for k, v := range labels {
-				match = match && s.labels[k] == v
-			}
-			if match {
-				return s.value, true
-			}
-		}
-		return 0, false
-	}
-	if v, ok := find("keel_topic_messages_total", map[string]string{"topic": "T"}); !ok || v != 5 {
+	samples := scrape(t, n)
+	if v, ok := sampleOf(samples, "keel_topic_messages_total", map[string]string{"topic": "T"}); !ok || v != 5 {
 		t.Errorf("keel_topic_messages_total{topic=T} = %v %v, want 5", v, ok)
 	}
 	q := map[string]string{"group": "G", "topic": "T", "queue": "0"}
-	if v, ok := find("keel_consumer_lag_messages", q); !ok || v != 3 {
+	if v, ok := sampleOf(samples, "keel_consumer_lag_messages", q); !ok || v != 3 {
 		t.Errorf("keel_consumer_lag_messages = %v %v, want 3", v, ok)
 	}
-	if v, ok := find("keel_consumer_offset", q); !ok || v != 2 {
+	if v, ok := sampleOf(samples, "keel_consumer_offset", q); !ok || v != 2 {
 		t.Errorf("keel_consumer_offset = %v %v, want 2", v, ok)
 	}
 	lag, _ := statusOf(t, n)["consumer_lag"].([]any)
