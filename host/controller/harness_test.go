@@ -91,6 +91,12 @@ func (n *testNode) stop() {
 // startCluster starts n controllers bootstrapped together.
 func startCluster(t *testing.T, n int) []*testNode {
 	t.Helper()
+	return startClusterWith(t, n, func(*Config) {})
+}
+
+// startClusterWith is startCluster with each Config changed by mod.
+func startClusterWith(t *testing.T, n int, mod func(*Config)) []*testNode {
+	t.Helper()
 	var peers []Peer
 	for i := range n {
 		peers = append(peers, Peer{ID: "c" + string(rune('1'+i)), Addr: freeAddr(t)})
@@ -103,6 +109,7 @@ func startCluster(t *testing.T, n int) []*testNode {
 			HeartbeatTimeout: testHeartbeatTimeout, ScanInterval: testScanInterval, RaftTimeout: testRaftTimeout,
 			ApplyTimeout: 2 * time.Second, Logger: testLogger(t).With("node", p.ID),
 		}}
+		mod(&nodes[i].cfg)
 		nodes[i].start()
 	}
 	t.Cleanup(func() {
