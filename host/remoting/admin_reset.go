@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-
-	"github.com/keelmq/keel/core/meta"
 )
 
 // resetRequest is INVOKE_BROKER_TO_RESET_OFFSET's header (RocketMQ's
@@ -127,7 +125,7 @@ func (b *Broker) handleInvokeBrokerToResetOffset(req *Request) *Command {
 		return NewResponse(req.Cmd, ServiceNotAvailable, "resetting offsets: this node's offsets are a copy of its master's (a slave); reset on the master")
 	}
 	online := len(b.reg.clientIDs(r.group)) > 0
-	if !online && len(b.be.ConsumerOffsetSnapshot().Offsets[meta.OffsetKey(r.topic, r.group)]) == 0 {
+	if !online && !b.hasOffsets(r.group, r.topic, n) {
 		return NewResponse(req.Cmd, SystemError, fmt.Sprintf("the consumer group <%s> has no offsets on topic %s and no live consumer", r.group, r.topic))
 	}
 	name := b.brokerName()
@@ -156,6 +154,17 @@ func (b *Broker) handleInvokeBrokerToResetOffset(req *Request) *Command {
 		return resp
 	})
 	return nil
+}
+
+// hasOffsets reports whether group has a committed offset on any of the
+// first n queues of topic.
+func (b *Broker) hasOffsets(group, topic string, n int32) bool {
+	for q := range n {
+		if _, ok := b.be.ConsumerOffset(group, topic, q); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // pushReset sends RESET_CONSUMER_CLIENT_OFFSET (220, oneway; header topic,
