@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,8 +181,21 @@ func TestAdminResetOffsetByTime(t *testing.T) {
 	if err := waitFor(20*time.Second, caughtUp); err != nil {
 		t.Error("the group did not catch up again after the reset")
 	}
-	groups := call(remoting.CodeQueryTopicConsumeByWho, map[string]string{"topic": topic})
-	if groups.Code != remoting.Success || !strings.Contains(string(groups.Body), fmt.Sprintf("%q", group)) {
-		t.Errorf("QUERY_TOPIC_CONSUME_BY_WHO: %d %s, want %s listed", groups.Code, groups.Body, group)
+	keelAdmin := func(args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, keelBin, append([]string{"admin"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("keel admin %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := keelAdmin("topic", "consumers", topic, "--broker", k.Broker); out != "GROUP\n"+group+"\n" {
+		t.Errorf("keel admin topic consumers printed %q, want the header and %s", out, group)
+	}
+	// The name server's cluster table lists this broker as master (id 0).
+	_, port, _ := strings.Cut(k.Broker, ":")
+	out = []byte(keelAdmin("cluster", "list", "--namesrv", k.Namesrv))
+	if !regexp.MustCompile(`(?m)^\S+\s+\S+\s+0\s+\S+:` + regexp.QuoteMeta(port) + `$`).Match(out) {
+		t.Errorf("keel admin cluster list printed\n%s\nwithout this broker (port %s) as id 0", out, port)
 	}
 }
