@@ -82,6 +82,22 @@ func TestClusterFailover(t *testing.T) {
 				resp.Ext("controllerLeaderAddress"), remoting.ControllerNotLeader, leader.addr)
 		}
 	}
+	// A client that knows only a follower follows the redirect.
+	for _, n := range nodes {
+		if n == leader {
+			continue
+		}
+		cl, err := NewClient([]string{n.addr}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := cl.GetReplicaInfo(ctx, ka)
+		cl.Close()
+		if err != nil || g.MasterID != a1.id {
+			t.Fatalf("through follower %s: %+v, %v", n.cfg.NodeID, g, err)
+		}
+		break
+	}
 	md, err := admin.Metadata(ctx)
 	if err != nil || md.LeaderAddr != leader.addr || md.LeaderID != leader.cfg.NodeID || strings.Count(md.Peers, ";") != 2 {
 		t.Fatalf("metadata %+v, %v; leader %s at %s", md, err, leader.cfg.NodeID, leader.addr)

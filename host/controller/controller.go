@@ -58,7 +58,8 @@ func New(cfg Config) (*Controller, error) {
 // Start opens the raft stores under Dir, bootstraps the group from Peers
 // when Dir holds no raft state, starts raft and the leader's scan. It
 // returns once raft runs; leadership comes later. ctx bounds only the
-// start; Close stops the controller.
+// start; Close stops the controller. Start and Close must not run
+// concurrently; a closed Controller cannot be started again.
 func (c *Controller) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("starting controller %s: %w", c.cfg.NodeID, err)
