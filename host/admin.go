@@ -57,10 +57,12 @@ func (a *adminAPI) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", a.metrics)
 	mux.HandleFunc("GET /status", a.status)
-	mux.HandleFunc("GET /query", a.query)
-	mux.HandleFunc("GET /message", a.message)
-	mux.HandleFunc("POST /admin/promote", a.mutating(a.promote))
-	mux.HandleFunc("POST /admin/force-writes", a.mutating(a.forceWrites))
+	if a.n.prof.HasRole(roleBroker) { // the store's endpoints
+		mux.HandleFunc("GET /query", a.query)
+		mux.HandleFunc("GET /message", a.message)
+		mux.HandleFunc("POST /admin/promote", a.mutating(a.promote))
+		mux.HandleFunc("POST /admin/force-writes", a.mutating(a.forceWrites))
+	}
 	routeDebug(mux)
 	return mux
 }

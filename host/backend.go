@@ -12,7 +12,7 @@ import (
 	"github.com/keelmq/keel/host/txn"
 )
 
-// backend implements remoting.Backend (and RouteSource) over the node's
+// backend implements remoting.Backend (and namesrv.RegistrarSource) over the node's
 // store, plugins and ack policies.
 type backend struct {
 	n *Node
@@ -20,7 +20,7 @@ type backend struct {
 
 var (
 	_ remoting.Backend     = backend{}
-	_ remoting.RouteSource = backend{}
+	_ remoting.BrokerNamer = backend{}
 )
 
 func (b backend) store() *core.Store { return b.n.store }
@@ -45,17 +45,6 @@ func (b backend) CreateTopic(c meta.TopicConfig) (meta.TopicConfig, error) {
 	got, _ := topics.Get(c.TopicName)
 	b.n.log.Info("topic created", "topic", c.TopicName, "queues", c.WriteQueueNums)
 	return got, nil
-}
-
-// Identity implements remoting.RouteSource.
-func (b backend) Identity() remoting.BrokerIdentity {
-	p := b.n.prof
-	return remoting.BrokerIdentity{
-		Cluster:    p.Server.Cluster,
-		Name:       p.Server.BrokerName,
-		MasterAddr: b.n.advertised(),
-		SlaveAddr:  p.Server.SlaveBrokerAddr,
-	}
 }
 
 // MaxMessageSize implements remoting.Backend.

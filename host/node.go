@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/host/namesrv"
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
@@ -36,6 +37,13 @@ import (
 const (
 	roleMaster = profile.RoleMaster
 	roleSlave  = profile.RoleSlave
+)
+
+// The process roles (server.roles), as host/profile spells them.
+const (
+	roleNamesrv    = profile.RoleNamesrv
+	roleBroker     = profile.RoleBroker
+	roleController = profile.RoleController
 )
 
 // Options are the process-level settings that are not in the profile.
@@ -86,6 +94,14 @@ type Node struct {
 	timer     *timer.Service
 	timerRule timer.Rule
 	txn       *txn.Service
+
+	// nsrv is the name server (server.roles has namesrv), nil otherwise;
+	// registrar keeps the broker registered with its name servers
+	// (registration.go), nil without the broker role; stopWatch ends its
+	// topic watch.
+	nsrv      *namesrv.Server
+	registrar *namesrv.Registrar
+	stopWatch func()
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
@@ -141,6 +157,9 @@ func Start(ctx context.Context, prof *profile.Profile, opts Options) (*Node, err
 func (n *Node) start(ctx context.Context) error {
 	if err := n.bindListeners(); err != nil {
 		return err
+	}
+	if !n.prof.HasRole(roleBroker) {
+		return n.listen() // no store, no plugins
 	}
 	if err := checkDataDir(n.prof.Store.Dir); err != nil {
 		return err
@@ -237,13 +256,28 @@ func (n *Node) openStore() error {
 // already taken fails with the profile key that names it.
 func (n *Node) bindListeners() error {
 	p := n.prof
-	if p.Server.NamesrvAddr != "" {
+	if p.HasRole(roleNamesrv) {
 		l, err := listenOn("name server", "server.namesrv_addr", p.Server.NamesrvAddr)
 		if err != nil {
 			return err
 		}
 		n.listeners["namesrv"] = l
 	}
+	var err error
+	if p.HasRole(roleBroker) {
+		if err = n.bindBroker(); err != nil {
+			return err
+		}
+	}
+	if n.adminProbe, err = listenOn("admin", "admin.addr", p.Admin.Addr); err != nil {
+		return err
+	}
+	return nil
+}
+
+// bindBroker binds the broker listener and probes the HA address.
+func (n *Node) bindBroker() error {
+	p := n.prof
 	l, err := listenOn("broker", "server.broker_addr", p.Server.BrokerAddr)
 	if err != nil {
 		return err
@@ -258,9 +292,6 @@ func (n *Node) bindListeners() error {
 			return err
 		}
 		hl.Close()
-	}
-	if n.adminProbe, err = listenOn("admin", "admin.addr", p.Admin.Addr); err != nil {
-		return err
 	}
 	return nil
 }
@@ -347,34 +378,17 @@ func (n *Node) listen() error {
 	if srvCfg.IdleTimeout == 0 {
 		srvCfg.IdleTimeout = 100 * 365 * 24 * time.Hour // "0s" = never
 	}
-	be := backend{n}
-	n.broker = remoting.NewBroker(remoting.BrokerConfig{
-		AutoCreateTopics:      p.Store.AutoCreateTopics,
-		DefaultQueueNums:      int32(p.Store.DefaultQueues),
-		DisablePropertyFilter: !p.Store.EnablePropertyFilter,
-		Transactions:          n.transactions(),
-		Logger:                n.log.With("component", "broker"),
-	}, be)
-	ns := remoting.NewNameServer(remoting.NameServerConfig{
-		AutoCreateTopics: p.Store.AutoCreateTopics,
-		DefaultQueueNums: int32(p.Store.DefaultQueues),
-		Logger:           n.log.With("component", "namesrv"),
-	}, be)
-
-	bl := n.listeners["broker"]
-	brokerSrv := remoting.NewServer(srvCfg)
-	n.broker.Register(brokerSrv)
-	n.servers = append(n.servers, brokerSrv)
-	if nl, ok := n.listeners["namesrv"]; ok {
+	if p.HasRole(roleNamesrv) {
+		n.nsrv = n.newNameServer()
 		nsSrv := remoting.NewServer(srvCfg)
-		ns.Register(nsSrv)
+		n.nsrv.Register(nsSrv)
 		n.servers = append(n.servers, nsSrv)
-		go nsSrv.Serve(nl)
+		n.nsrv.Start()
+		go nsSrv.Serve(n.listeners["namesrv"])
 	}
-	go brokerSrv.Serve(bl)
-	// The broker port also answers route lookups, so a client pointed at
-	// the broker alone works too.
-	ns.Register(brokerSrv)
+	if p.HasRole(roleBroker) {
+		n.serveBroker(srvCfg)
+	}
 
 	// The admin server binds its own listener: hand the held address
 	// over (the same port, also when admin.addr asked for port 0).
@@ -396,6 +410,29 @@ func (n *Node) listen() error {
 		n.log.Info("listening", "role", "ha", "addr", addr)
 	}
 	return nil
+}
+
+// serveBroker serves the broker protocol on the broker listener and
+// starts keeping the broker registered with its name servers.
+func (n *Node) serveBroker(srvCfg remoting.ServerConfig) {
+	p := n.prof
+	n.broker = remoting.NewBroker(remoting.BrokerConfig{
+		AutoCreateTopics:      p.Store.AutoCreateTopics,
+		DefaultQueueNums:      int32(p.Store.DefaultQueues),
+		DisablePropertyFilter: !p.Store.EnablePropertyFilter,
+		Transactions:          n.transactions(),
+		Logger:                n.log.With("component", "broker"),
+	}, backend{n})
+	brokerSrv := remoting.NewServer(srvCfg)
+	n.broker.Register(brokerSrv)
+	if n.nsrv != nil {
+		// The broker port also answers route lookups, so a client pointed
+		// at the broker alone works too.
+		n.nsrv.Register(brokerSrv)
+	}
+	n.servers = append(n.servers, brokerSrv)
+	go brokerSrv.Serve(n.listeners["broker"])
+	n.startRegistrar()
 }
 
 // haAddr is the replication plugin's listen address, if it reports one in
@@ -442,6 +479,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		// Delayed deliveries stop first, while the store still takes
 		// their appends and flushes them.
 		n.stopMasterServices()
+		n.stopRegistrar(ctx) // while the name servers still answer
 		if n.broker != nil {
 			// Held long polls are answered first; give the connection
 			// writers a moment to send those answers before closing.
@@ -459,6 +497,9 @@ func (n *Node) Stop(ctx context.Context) error {
 			if role != "admin" {
 				l.Close()
 			}
+		}
+		if n.nsrv != nil {
+			n.nsrv.Close()
 		}
 		if n.admin != nil {
 			n.admin.close()

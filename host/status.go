@@ -8,7 +8,10 @@ import (
 
 // StatusReport is /status.
 type StatusReport struct {
-	Role      string            `json:"role"`
+	// Roles are the process roles (server.roles); Role is the broker's
+	// replication role, "" without the broker role.
+	Roles     []string          `json:"roles"`
+	Role      string            `json:"role,omitempty"`
 	Epoch     int32             `json:"epoch"`
 	Uptime    string            `json:"uptime"`
 	Listeners map[string]string `json:"listeners"`
@@ -46,6 +49,11 @@ type pluginStatusJSON struct {
 
 // Status reports the node's state.
 func (n *Node) Status() StatusReport {
+	if n.store == nil { // no broker role: name server and/or controller
+		st := StatusReport{Roles: n.prof.Server.Roles, Uptime: time.Since(n.started).Round(time.Second).String(), Listeners: map[string]string{}}
+		n.addListeners(&st)
+		return st
+	}
 	p := n.store.Positions()
 	st := StatusReport{
 		Role:   n.currentRole(),
@@ -62,12 +70,9 @@ func (n *Node) Status() StatusReport {
 	if e, ok := n.store.Epochs().Last(); ok {
 		st.Epoch = e.Epoch
 	}
+	st.Roles = n.prof.Server.Roles
 	st.Writable = n.WriteRefusal()
-	for _, role := range []string{"namesrv", "broker", "admin"} {
-		if a := n.Addr(role); a != "" {
-			st.Listeners[role] = a
-		}
-	}
+	n.addListeners(&st)
 	if a := n.haAddr(); a != "" {
 		st.Listeners["ha"] = a
 	}
@@ -99,4 +104,13 @@ func (n *Node) pluginStatuses() []pluginStatusJSON {
 		out = append(out, ps)
 	}
 	return out
+}
+
+// addListeners lists the bound listeners in st.
+func (n *Node) addListeners(st *StatusReport) {
+	for _, role := range []string{"namesrv", "broker", "controller", "admin"} {
+		if a := n.Addr(role); a != "" {
+			st.Listeners[role] = a
+		}
+	}
 }

@@ -57,6 +57,7 @@ func TestClusterErrors(t *testing.T) {
 		{"peer syntax", "[server]\nroles = [\"controller\"]\n[controller]\npeers = [\"127.0.0.1:9881\"]", "want id=host:port"},
 		{"peer repeated", "[server]\nroles = [\"controller\"]\n[controller]\nnode_id = \"c1\"\nraft_addr = \"127.0.0.1:9881\"\npeers = [\"c1=127.0.0.1:9881\", \"c1=127.0.0.1:9882\"]", "repeats the id"},
 		{"controller listener collides", "[server]\nroles = [\"namesrv\", \"controller\"]\n[controller]\naddr = \"127.0.0.1:9876\"", "controller.addr: 127.0.0.1:9876 is already used by server.namesrv_addr"},
+		{"slave_broker_addr is gone", "[server]\nslave_broker_addr = \"127.0.0.1:10921\"", "server.slave_broker_addr: is no longer used"},
 		{"heartbeat timeout", "[server]\nroles = [\"controller\"]\n[controller]\nheartbeat_timeout = \"10ms\"", "controller.heartbeat_timeout: 10ms is too short"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -156,7 +156,7 @@ timeout = "5s"
 [server]
 max_frame_size = "32MB"
 idle_timeout = "0s"
-slave_broker_addr = "127.0.0.1:20911"
+namesrv_addrs = ["127.0.0.1:20876"]
 `)
 	st := p.Store
 	if st.Dir != "/var/keel" || st.SegmentSize != 64<<20 || st.MaxMessageSize != 1<<20 || st.CQEntriesPerFile != 1000 ||
@@ -170,7 +170,7 @@ slave_broker_addr = "127.0.0.1:20911"
 	if p.Flush.Plugin != "sync" || !reflect.DeepEqual(p.Flush.Config, map[string]any{"timeout": "5s"}) {
 		t.Errorf("flush = %+v", p.Flush)
 	}
-	if p.Server.MaxFrameSize != 32e6 || p.Server.IdleTimeout != 0 || p.Server.SlaveBrokerAddr != "127.0.0.1:20911" {
+	if p.Server.MaxFrameSize != 32e6 || p.Server.IdleTimeout != 0 || !reflect.DeepEqual(p.Server.NamesrvAddrs, []string{"127.0.0.1:20876"}) {
 		t.Errorf("server = %+v", p.Server)
 	}
 }
@@ -417,7 +417,7 @@ interval = "500ms"
 		"store.segment_size=128MiB",          // a later override wins
 		"replication.secret=a=b",             // only the first '=' splits
 		`store.dir=x = 1`,                    // not one TOML value: a string
-		"server.slave_broker_addr=127.0.0.1:20911",
+		`server.namesrv_addrs=["127.0.0.1:20876"]`,
 	)
 	if p.Store.SegmentSize != 128<<20 || p.Store.DefaultQueues != 8 || p.Store.DeleteWhen != "04;16" || p.Store.CheckCRCOnRecover {
 		t.Errorf("store = %+v", p.Store)

@@ -195,9 +195,10 @@ type ServerConfig struct {
 	// Default "120s" (RocketMQ channelExpiredTimeout and the Go client's
 	// read deadline).
 	IdleTimeout Duration `toml:"idle_timeout" comment:"close connections idle this long (0s = never)"`
-	// SlaveBrokerAddr, on a master, is its slave's broker address, listed in
-	// topic routes. Optional.
-	SlaveBrokerAddr string `toml:"slave_broker_addr,omitempty" comment:"master only: the slave's broker address, listed in routes"`
+	// SlaveBrokerAddr is refused when set: slaves register themselves
+	// with the name servers (NamesrvAddrs). It is kept as a key only so
+	// that an old profile gets that explanation, not "unknown key".
+	SlaveBrokerAddr string `toml:"slave_broker_addr,omitempty" comment:"no longer used: slaves register themselves"`
 	// Roles are what this process runs (RoleNamesrv, RoleBroker,
 	// RoleController), each once. Default [namesrv, broker]: one broker
 	// with its own name server, which `make run` starts. A process

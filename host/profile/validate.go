@@ -226,11 +226,7 @@ func (p *Profile) validateServer(fail failFunc) {
 		}
 	}
 	if sv.SlaveBrokerAddr != "" {
-		if r.Role != RoleMaster {
-			fail("server.slave_broker_addr", "only a master lists its slave's address")
-		} else if msg := checkAddr(sv.SlaveBrokerAddr, false); msg != "" {
-			fail("server.slave_broker_addr", "%s", msg)
-		}
+		fail("server.slave_broker_addr", "is no longer used: a slave registers itself with the name servers, at its own broker id and read-only; list the master's name server in the slave's server.namesrv_addrs and the slave's in the master's instead")
 	}
 }
 

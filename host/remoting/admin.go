@@ -60,11 +60,11 @@ func jsonResponse(req *Request, v any) *Command {
 	return resp
 }
 
-// brokerName is the broker name queue keys carry: the Backend's identity
-// when it is also a RouteSource (the host's is), else DefaultBrokerName.
+// brokerName is the broker name queue keys carry: the Backend's when it
+// is a BrokerNamer (the host's is), else DefaultBrokerName.
 func (b *Broker) brokerName() string {
-	if rs, ok := b.be.(interface{ Identity() BrokerIdentity }); ok {
-		return rs.Identity().withDefaults().Name
+	if bn, ok := b.be.(BrokerNamer); ok && bn.BrokerName() != "" {
+		return bn.BrokerName()
 	}
 	return DefaultBrokerName
 }

@@ -137,19 +137,21 @@ func (k *keelProc) runLines(subs ...string) []string {
 
 // startMaster starts `keel serve` with a master profile (sync-master.toml
 // or async-master.toml) on data ("" for a fresh temp dir). The profile's
-// slave_broker_addr (a fixed port) is cleared so routes name only this
-// node; node_id names the node in its peers' logs.
+// namesrv_addrs (the slave's name server at a fixed port) is cleared so
+// routes name only this node; node_id names the node in its peers' logs.
 func startMaster(t *testing.T, profile, data, id string, extra ...string) *keelProc {
 	t.Helper()
-	sets := []string{`server.slave_broker_addr=""`, "replication.config.node_id=" + id}
+	sets := []string{`server.namesrv_addrs=[]`, "replication.config.node_id=" + id}
 	return startKeel(t, keelConfig{profile: profile, data: data, extra: append(sets, extra...)})
 }
 
 // startSlave starts `keel serve` with a slave profile (sync-slave.toml or
-// async-slave.toml) that follows the master HA address masterHA.
+// async-slave.toml) that follows the master HA address masterHA. Its
+// profile's namesrv_addrs (the master's name server at a fixed port) is
+// cleared.
 func startSlave(t *testing.T, profile, data, id, masterHA string, extra ...string) *keelProc {
 	t.Helper()
-	sets := []string{"replication.role=slave", "replication.master_addr=" + masterHA, "server.broker_id=1",
+	sets := []string{`server.namesrv_addrs=[]`, "replication.role=slave", "replication.master_addr=" + masterHA, "server.broker_id=1",
 		"replication.config.node_id=" + id, "replication.config.reconnect_backoff_max=500ms"}
 	return startKeel(t, keelConfig{profile: profile, data: data, extra: append(sets, extra...)})
 }

@@ -1,25 +1,14 @@
 package remoting
 
+// A single-broker name server, for this package's own tests: the real
+// one is host/namesrv, which imports this package.
+
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/keelmq/keel/core/meta"
-)
-
-// Reserved topic-name prefixes and names.
-const (
-	// RetryGroupTopicPrefix prefixes a consumer group's retry topic.
-	RetryGroupTopicPrefix = "%RETRY%"
-	// DLQGroupTopicPrefix prefixes a consumer group's dead-letter topic.
-	DLQGroupTopicPrefix = "%DLQ%"
-	// AutoCreateTopicKey is the default topic producers fall back to when
-	// their topic has no route (RocketMQ's TBW102).
-	AutoCreateTopicKey = "TBW102"
 )
 
 // BrokerIdentity is what route data says about the one broker this process
@@ -91,13 +80,6 @@ func (n *NameServer) Register(s *Server) {
 	s.Handle(CodeDeleteTopicInNameServer, n.handleDeleteTopic)
 }
 
-// The identity a broker has when none is configured: RocketMQ's
-// brokerClusterName and brokerName defaults.
-const (
-	DefaultCluster    = "DefaultCluster"
-	DefaultBrokerName = "broker-a"
-)
-
 func (id BrokerIdentity) withDefaults() BrokerIdentity {
 	if id.Cluster == "" {
 		id.Cluster = DefaultCluster
@@ -140,63 +122,6 @@ func (id BrokerIdentity) brokerData() brokerData {
 		addrs["1"] = id.SlaveAddr
 	}
 	return brokerData{Cluster: id.Cluster, BrokerName: id.Name, BrokerAddrs: addrs}
-}
-
-// compactJSON marshals v compactly without HTML escaping (route bodies are
-// partly hand-parsed by rocketmq-client-go, which cannot cope with spaces).
-func compactJSON(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("remoting: marshalling %T: %v", v, err)) // only plain structs of strings and ints
-	}
-	return bytes.TrimRight(b.Bytes(), "\n")
-}
-
-// ensureTopic returns topic's configuration, creating it when allowed:
-// retry topics always (one queue), others when auto is set. A name that is
-// not a valid topic name (meta.ValidateTopicName) is never created: the
-// answer is "no such topic". The name is checked only when the topic is
-// missing, and then once.
-func ensureTopic(tt TopicTable, name string, auto bool, queues int32) (meta.TopicConfig, bool, error) {
-	if t, ok := tt.Topic(name); ok {
-		return t, true, nil
-	}
-	if !creatable(name, auto) || meta.ValidateTopicName(name) != nil {
-		return meta.TopicConfig{}, false, nil
-	}
-	return createTopic(tt, name, queues)
-}
-
-// ensureValidTopic is ensureTopic for a name the caller has validated.
-func ensureValidTopic(tt TopicTable, name string, auto bool, queues int32) (meta.TopicConfig, bool, error) {
-	if t, ok := tt.Topic(name); ok {
-		return t, true, nil
-	}
-	if !creatable(name, auto) {
-		return meta.TopicConfig{}, false, nil
-	}
-	return createTopic(tt, name, queues)
-}
-
-// creatable reports whether a missing topic may be created: retry topics
-// always, others when auto is set.
-func creatable(name string, auto bool) bool {
-	return auto || strings.HasPrefix(name, RetryGroupTopicPrefix)
-}
-
-// createTopic creates a read-write topic of queues queues (one for a retry
-// topic), or returns the one a concurrent creation made.
-func createTopic(tt TopicTable, name string, queues int32) (meta.TopicConfig, bool, error) {
-	if strings.HasPrefix(name, RetryGroupTopicPrefix) {
-		queues = groupTopicQueues
-	}
-	t, err := tt.CreateTopic(meta.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: meta.PermRead | meta.PermWrite})
-	if err != nil {
-		return meta.TopicConfig{}, false, fmt.Errorf("creating topic %q: %w", name, err)
-	}
-	return t, true, nil
 }
 
 func (n *NameServer) handleRoute(req *Request) *Command {
