@@ -725,8 +725,9 @@ func (c *Config) BodySizes() []int {
 // Quick returns a copy trimmed to fit `keel bench --quick` (under three
 // minutes on two cores): cell, peer and wire runs last at most 1s with a warmup
 // of at most 100ms, ceiling runs at most 500ms, cells, peers and wire repeat
-// exactly 3 times, and recovery keeps its two smallest sizes and its
-// smallest body size, with one repeat each. The matrix axes are not
+// exactly 3 times, recovery keeps its two smallest sizes and its
+// smallest body size, with one repeat each, and the semantics part is
+// trimmed as SemanticsConfig's quick says. The matrix axes are not
 // changed.
 func (c *Config) Quick() *Config {
 	q := *c

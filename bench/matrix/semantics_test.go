@@ -19,7 +19,7 @@ func TestSemanticsSection(t *testing.T) {
 		t.Errorf("SemanticsRuns %d, want 2 (timers and transactions, one repeat)", c.SemanticsRuns())
 	}
 	q := c.Quick().Semantics
-	if q.Timers != 100_000 || q.TimerWindow.D() != 10*time.Second || q.TxDuration.D() != 2*time.Second || q.Repeats != 1 {
+	if q.Timers != 50_000 || q.TimerWindow.D() != 5*time.Second || q.TxDuration.D() != time.Second || q.Repeats != 3 {
 		t.Errorf("quick: %+v", q)
 	}
 	if c.Semantics.Timers != 1000000 {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/keelmq/keel/bench/wire"
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host"
 )
 
 // MinDelay is the shortest delay of a benchmark timer.
@@ -59,18 +59,16 @@ func RunTimers(ctx context.Context, s TimerSpec) (res *TimerResult, err error) {
 	if s.Count < 1 || s.Window < MinDelay {
 		return nil, fmt.Errorf("semantics: timer run needs Count >= 1 and Window >= %v (got %d, %v)", MinDelay, s.Count, s.Window)
 	}
-	defer os.RemoveAll(s.Node.Dir)
-	n, err := wire.StartNode(ctx, s.Node)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if serr := n.Stop(sctx); serr != nil && err == nil {
-			err = fmt.Errorf("semantics: stop keel node: %w", serr)
-		}
-	}()
+	err = wire.WithNode(ctx, s.Node, func(n *host.Node) error {
+		r, err := runTimers(ctx, s, n)
+		res = r
+		return err
+	})
+	return res, err
+}
+
+// runTimers is RunTimers on a started node.
+func runTimers(ctx context.Context, s TimerSpec, n *host.Node) (*TimerResult, error) {
 	ls := s.Load
 	ls.Addr, ls.Count, ls.TimerDelay = n.Addr("broker"), s.Count, Delay(s.Window)
 	ls.Topic = cmp.Or(ls.Topic, wire.DefaultTopic)
@@ -82,7 +80,7 @@ func RunTimers(ctx context.Context, s TimerSpec) (res *TimerResult, err error) {
 		return nil, err
 	}
 	st := n.Store()
-	res = &TimerResult{}
+	res := &TimerResult{}
 	before := sampleMemory()
 	sent, err := wire.Load(ctx, ls)
 	if err != nil {

@@ -3,7 +3,6 @@ package semantics
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/keelmq/keel/bench/hist"
 	"github.com/keelmq/keel/bench/wire"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host"
 	"github.com/keelmq/keel/host/remoting"
 )
 
@@ -52,18 +52,16 @@ func RunTx(ctx context.Context, s TxSpec) (res *TxResult, err error) {
 		return nil, fmt.Errorf("semantics: transaction run needs Producers, Conns, BodyBytes, Queues >= 1 and Duration > 0 (got %d, %d, %d, %d, %v)",
 			s.Producers, s.Conns, s.BodyBytes, s.Queues, s.Duration)
 	}
-	defer os.RemoveAll(s.Node.Dir)
-	n, err := wire.StartNode(ctx, s.Node)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if serr := n.Stop(sctx); serr != nil && err == nil {
-			err = fmt.Errorf("semantics: stop keel node: %w", serr)
-		}
-	}()
+	err = wire.WithNode(ctx, s.Node, func(n *host.Node) error {
+		r, err := runTx(ctx, s, n)
+		res = r
+		return err
+	})
+	return res, err
+}
+
+// runTx is RunTx on a started node.
+func runTx(ctx context.Context, s TxSpec, n *host.Node) (res *TxResult, err error) {
 	addr := n.Addr("broker")
 	if err := wire.Prime(ctx, wire.LoadSpec{Addr: addr, Queues: s.Queues, Producers: 1, BodyBytes: 1, Duration: time.Second}); err != nil {
 		return nil, err
@@ -98,10 +96,7 @@ func RunTx(ctx context.Context, s TxSpec) (res *TxResult, err error) {
 			defer wg.Done()
 			st := &ps[p]
 			c := conns[p%len(conns)]
-			body := make([]byte, s.BodyBytes)
-			for i := range body {
-				body[i] = byte('a' + (i+p)%26)
-			}
+			body := wire.Body(p, s.BodyBytes)
 			for seq := uint64(1); ctx.Err() == nil; seq++ {
 				t0 := time.Now()
 				if !t0.Before(end) {

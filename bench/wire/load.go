@@ -136,6 +136,15 @@ type LoadSpec struct {
 // can tell how late each copy was stored.
 const PropertyDue = "KEEL_BENCH_DUE_MS"
 
+// Body is producer p's message body of n bytes (letters, shifted by p).
+func Body(p, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + (i+p)%26)
+	}
+	return b
+}
+
 // MessageID is the id of producer p's seq-th message: the value of its
 // KEYS property (16 hex digits) and the second half of its UNIQ_KEY.
 func MessageID(p int, seq uint64) uint64 { return uint64(p)<<40 | seq }
@@ -514,10 +523,7 @@ func Load(ctx context.Context, spec LoadSpec) (*Result, error) {
 			defer wg.Done()
 			st := &ps[p]
 			c := conns[p%len(conns)]
-			body := make([]byte, s.BodyBytes)
-			for i := range body {
-				body[i] = byte('a' + (i+p)%26)
-			}
+			body := Body(p, s.BodyBytes)
 			tmpl, err := newTemplate(message(&s, p, body), s.Code, runID)
 			var dueAt [2]int
 			if err == nil && s.TimerDelay != nil {

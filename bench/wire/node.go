@@ -118,13 +118,33 @@ type Spec struct {
 
 // Run starts a node (StartNode), sends one priming message (so the topic
 // exists before the clock starts), runs Load against it, stops the node
-// and removes Node.Dir. A failure to stop the node after a successful
-// measurement is returned together with the result.
+// and removes Node.Dir (WithNode). A failure to stop the node after a
+// successful measurement is returned together with the result.
 func Run(ctx context.Context, s Spec) (res *Result, err error) {
-	defer os.RemoveAll(s.Node.Dir)
-	n, err := StartNode(ctx, s.Node)
+	err = WithNode(ctx, s.Node, func(n *host.Node) error {
+		ls := s.Load
+		ls.Addr = n.Addr("broker")
+		if ls.Queues <= 0 && s.Node.Queues > 0 {
+			ls.Queues = s.Node.Queues
+		}
+		if err := prime(ctx, ls); err != nil {
+			return err
+		}
+		r, err := Load(ctx, ls)
+		res = r
+		return err
+	})
+	return res, err
+}
+
+// WithNode starts a node (StartNode), calls f with it, then stops the
+// node (within 30s) and removes s.Dir, whatever f returned. It returns
+// f's error, or else the failure to start or to stop the node.
+func WithNode(ctx context.Context, s NodeSpec, f func(n *host.Node) error) (err error) {
+	defer os.RemoveAll(s.Dir)
+	n, err := StartNode(ctx, s)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -133,15 +153,7 @@ func Run(ctx context.Context, s Spec) (res *Result, err error) {
 			err = fmt.Errorf("wire: stop keel node: %w", serr)
 		}
 	}()
-	ls := s.Load
-	ls.Addr = n.Addr("broker")
-	if ls.Queues <= 0 && s.Node.Queues > 0 {
-		ls.Queues = s.Node.Queues
-	}
-	if err := prime(ctx, ls); err != nil {
-		return nil, err
-	}
-	return Load(ctx, ls)
+	return f(n)
 }
 
 // Prime sends one plain message to ls.Topic on its own connection (queue
