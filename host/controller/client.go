@@ -31,8 +31,10 @@ type Client struct {
 
 	mu     sync.Mutex
 	leader string
-	conns  map[string]*clientConn
-	closed bool
+	// leaderConn is the connection of the last SUCCESS answer.
+	leaderConn *clientConn
+	conns      map[string]*clientConn
+	closed     bool
 }
 
 // NewClient returns a client of the controllers at addrs (remoting
@@ -110,10 +112,18 @@ func (c *Client) order() []string {
 	return out
 }
 
-func (c *Client) setLeader(addr string) {
+func (c *Client) setLeader(addr string, cc *clientConn) {
 	c.mu.Lock()
-	c.leader = addr
+	c.leader, c.leaderConn = addr, cc
 	c.mu.Unlock()
+}
+
+// leaderConnOpen reports whether the connection of the last SUCCESS
+// answer is still open.
+func (c *Client) leaderConnOpen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaderConn != nil && !c.leaderConn.broken()
 }
 
 // call sends cmd to the leader and returns its SUCCESS answer, or the
@@ -157,7 +167,7 @@ func (c *Client) callAt(ctx context.Context, addr string, cmd remoting.Command) 
 			return nil, err
 		}
 		if resp.Code == remoting.Success {
-			c.setLeader(addr)
+			c.setLeader(addr, cc)
 			return resp, nil
 		}
 		err = errorOf(resp.Code, resp.Remark)

@@ -43,7 +43,9 @@
 // one HeartbeatTimeout from the new leader's seeding. A broker's lease
 // (it stops acknowledging writes when it cannot reach the controller) must
 // be shorter than HeartbeatTimeout, so that no new master is elected while
-// the old one still acknowledges.
+// the old one still acknowledges; and, since a closed heartbeat connection
+// triggers an election at once, it ends when that connection closes
+// (Agent.Leased applies both rules).
 //
 // # Wire
 //
@@ -52,5 +54,5 @@
 // registration's haAddress and nodeId, the broker id in its answer
 // (brokerId), masterHaAddress and the members in replica answers, and the
 // replica info in heartbeat answers. Client is the broker's and the admin
-// tool's side.
+// tool's side; Agent is a broker's registration and heartbeat loop on it.
 package controller
