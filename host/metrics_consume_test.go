@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/meta"
 	"github.com/keelmq/keel/core/record"
 )
@@ -45,36 +46,45 @@ func sampleOf(samples []promSample, name string, labels map[string]string) (floa
 	return 0, false
 }
 
+// seedTopicT creates topic T (one queue) on n, stores count messages
+// through the broker's Append, commits each group's offset on T/0 and
+// waits until the messages are dispatched. It returns the append results.
+func seedTopicT(t *testing.T, n *Node, count int, commits map[string]int64) []core.AppendResult {
+	t.Helper()
+	if err := n.Store().Meta().Topics.Put(meta.TopicConfig{TopicName: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
+	host := netip.MustParseAddrPort("127.0.0.1:1")
+	var out []core.AppendResult
+	for i := range count {
+		res, err := backend{n}.Append(context.Background(), []*record.Message{{Topic: "T", Body: []byte(fmt.Sprint("message-", i)), BornHost: host, StoreHost: host, BornTimestamp: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, res...)
+	}
+	for g, off := range commits {
+		if err := n.Store().Meta().ConsumerOffsets.Commit(g, "T", 0, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for n.Store().MaxQueueOffset("T", 0) < int64(count) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return out
+}
+
 // TestMetricsTopicInLagBytesAndProcess sends through the broker's Append,
 // commits, and finds the per-topic in counters, the lag in bytes, the last
 // consume time, the series cap gauge and the Go runtime and process series
 // on /metrics.
 func TestMetricsTopicInLagBytesAndProcess(t *testing.T) {
 	n := startTestNode(t)
-	if err := n.Store().Meta().Topics.Put(meta.TopicConfig{TopicName: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
-		t.Fatal(err)
-	}
-	host := netip.MustParseAddrPort("127.0.0.1:1")
-	be := backend{n}
-	var sizes []int64
-	var stored []int64
-	for i := range 5 {
-		res, err := be.Append(context.Background(), []*record.Message{{Topic: "T", Body: []byte(fmt.Sprint("message-", i)), BornHost: host, StoreHost: host, BornTimestamp: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, int64(res[0].Size))
-		stored = append(stored, res[0].StoreTimestamp)
-	}
-	if err := n.Store().Meta().ConsumerOffsets.Commit("G", "T", 0, 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Store().Meta().ConsumerOffsets.Commit("Done", "T", 0, 5); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for n.Store().MaxQueueOffset("T", 0) < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	var sizes, stored []int64
+	for _, r := range seedTopicT(t, n, 5, map[string]int64{"G": 2, "Done": 5}) {
+		sizes = append(sizes, int64(r.Size))
+		stored = append(stored, r.StoreTimestamp)
 	}
 	samples := scrape(t, n)
 	var total int64

@@ -1,9 +1,7 @@
 package host
 
 import (
-	"context"
 	"encoding/json"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/keelmq/keel/core/meta"
-	"github.com/keelmq/keel/core/record"
 )
 
 // dashboardMetric matches the metric names a dashboard query can use:
@@ -71,22 +66,7 @@ func TestGrafanaDashboardUsesLiveSeries(t *testing.T) {
 	}
 
 	n := startTestNode(t)
-	if err := n.Store().Meta().Topics.Put(meta.TopicConfig{TopicName: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
-		t.Fatal(err)
-	}
-	host := netip.MustParseAddrPort("127.0.0.1:1")
-	for range 2 {
-		if _, err := (backend{n}).Append(context.Background(), []*record.Message{{Topic: "T", Body: []byte("m"), BornHost: host, StoreHost: host, BornTimestamp: 1}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := n.Store().Meta().ConsumerOffsets.Commit("G", "T", 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for n.Store().MaxQueueOffset("T", 0) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	seedTopicT(t, n, 2, map[string]int64{"G": 1})
 	// A histogram appears with its first observation: flush once rather
 	// than wait for the flush plugin's next thorough flush; scrape again
 	// until everything is there or the deadline passes.

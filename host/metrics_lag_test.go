@@ -4,15 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"math"
-	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/keelmq/keel/core/meta"
-	"github.com/keelmq/keel/core/record"
 )
 
 // promSample is one parsed sample of the Prometheus text format.
@@ -100,22 +95,7 @@ func parsePrometheusText(text string) ([]promSample, error) {
 // per-group series; /status shows the same lag.
 func TestMetricsConsumerLagParses(t *testing.T) {
 	n := startTestNode(t)
-	if err := n.Store().Meta().Topics.Put(meta.TopicConfig{TopicName: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
-		t.Fatal(err)
-	}
-	host := netip.MustParseAddrPort("127.0.0.1:1")
-	for i := range 5 {
-		if _, err := n.Store().Append(&record.Message{Topic: "T", Body: []byte(fmt.Sprint("m", i)), BornHost: host, StoreHost: host, BornTimestamp: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := n.Store().Meta().ConsumerOffsets.Commit("G", "T", 0, 2); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for n.Store().MaxQueueOffset("T", 0) < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	seedTopicT(t, n, 5, map[string]int64{"G": 2})
 	samples := scrape(t, n)
 	if v, ok := sampleOf(samples, "keel_topic_messages_total", map[string]string{"topic": "T"}); !ok || v != 5 {
 		t.Errorf("keel_topic_messages_total{topic=T} = %v %v, want 5", v, ok)
