@@ -174,7 +174,7 @@ func (c *Client) callAt(ctx context.Context, addr string, cmd remoting.Command) 
 		if resp.Code != remoting.ControllerNotLeader {
 			return nil, err
 		}
-		next := resp.Ext("controllerLeaderAddress")
+		next := resp.Ext(hdrControllerLeaderAddress)
 		if next == "" || next == addr {
 			return nil, err
 		}
@@ -201,9 +201,9 @@ type Registration struct {
 // group's state (Group.Members carries every member's addresses).
 func (c *Client) Register(ctx context.Context, r Registration) (int64, Group, error) {
 	resp, err := c.call(ctx, request(remoting.CodeControllerRegisterBroker, map[string]string{
-		"clusterName": r.Group.Cluster, "brokerName": r.Group.BrokerName, "brokerAddress": r.Addr,
+		hdrClusterName: r.Group.Cluster, hdrBrokerName: r.Group.BrokerName, hdrBrokerAddress: r.Addr,
 		hdrHAAddress: r.HAAddr, hdrNodeID: r.NodeID,
-		"invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10),
+		hdrInvokeTime: strconv.FormatInt(time.Now().UnixMilli(), 10),
 	}, nil))
 	if err != nil {
 		return 0, Group{}, fmt.Errorf("registering %s %s with the controller: %w", r.Group, r.Addr, err)
@@ -224,10 +224,10 @@ func (c *Client) Register(ctx context.Context, r Registration) (int64, Group, er
 // SyncStateSet, members), so the broker can switch roles on an election.
 func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (Group, error) {
 	resp, err := c.call(ctx, request(remoting.CodeBrokerHeartbeat, map[string]string{
-		"clusterName": hb.Group.Cluster, "brokerName": hb.Group.BrokerName, "brokerAddr": hb.Addr,
-		"brokerId": i64s(hb.BrokerID), "epoch": strconv.Itoa(int(hb.Epoch)),
-		"maxOffset": i64s(hb.MaxOffset), "confirmOffset": i64s(hb.ConfirmOffset),
-		"heartbeatTimeoutMills": i64s(hb.Timeout.Milliseconds()), "electionPriority": strconv.Itoa(int(hb.Priority)),
+		hdrClusterName: hb.Group.Cluster, hdrBrokerName: hb.Group.BrokerName, hdrBrokerAddr: hb.Addr,
+		hdrBrokerID: i64s(hb.BrokerID), hdrEpoch: strconv.Itoa(int(hb.Epoch)),
+		hdrMaxOffset: i64s(hb.MaxOffset), hdrConfirmOffset: i64s(hb.ConfirmOffset),
+		hdrHeartbeatTimeoutMills: i64s(hb.Timeout.Milliseconds()), hdrElectionPriority: strconv.Itoa(int(hb.Priority)),
 	}, nil))
 	if err != nil {
 		return Group{}, fmt.Errorf("heartbeat of %s broker %d: %w", hb.Group, hb.BrokerID, err)
@@ -242,13 +242,13 @@ func (c *Client) Heartbeat(ctx context.Context, hb Heartbeat) (Group, error) {
 func (c *Client) AlterSyncStateSet(ctx context.Context, k GroupKey, masterID int64, masterEpoch int32, set []int64, setEpoch int32) (int32, error) {
 	body := mustJSON(syncStateSetBody{SyncStateSet: set, SyncStateSetEpoch: setEpoch})
 	resp, err := c.call(ctx, request(remoting.CodeControllerAlterSyncStateSet, map[string]string{
-		"clusterName": k.Cluster, "brokerName": k.BrokerName, "masterBrokerId": i64s(masterID),
-		"masterEpoch": strconv.Itoa(int(masterEpoch)), "invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10),
+		hdrClusterName: k.Cluster, hdrBrokerName: k.BrokerName, hdrMasterBrokerID: i64s(masterID),
+		hdrMasterEpoch: strconv.Itoa(int(masterEpoch)), hdrInvokeTime: strconv.FormatInt(time.Now().UnixMilli(), 10),
 	}, body))
 	if err != nil {
 		return 0, fmt.Errorf("altering the SyncStateSet of %s to %v: %w", k, set, err)
 	}
-	n, err := strconv.ParseInt(resp.Ext("newSyncStateSetEpoch"), 10, 32)
+	n, err := strconv.ParseInt(resp.Ext(hdrNewSyncStateSetEpoch), 10, 32)
 	if err != nil {
 		return 0, fmt.Errorf("altering the SyncStateSet of %s: answer without newSyncStateSetEpoch: %w", k, err)
 	}
@@ -259,7 +259,7 @@ func (c *Client) AlterSyncStateSet(ctx context.Context, k GroupKey, masterID int
 // members as the leader holds them.
 func (c *Client) GetReplicaInfo(ctx context.Context, k GroupKey) (Group, error) {
 	resp, err := c.call(ctx, request(remoting.CodeControllerGetReplicaInfo, map[string]string{
-		"clusterName": k.Cluster, "brokerName": k.BrokerName,
+		hdrClusterName: k.Cluster, hdrBrokerName: k.BrokerName,
 	}, nil))
 	if err != nil {
 		return Group{}, fmt.Errorf("replica info of %s: %w", k, err)
@@ -272,8 +272,8 @@ func (c *Client) GetReplicaInfo(ctx context.Context, k GroupKey) (Group, error) 
 // ErrMasterStillExist while the master is alive).
 func (c *Client) ElectMaster(ctx context.Context, k GroupKey, brokerID int64, designate bool) (Group, error) {
 	resp, err := c.call(ctx, request(remoting.CodeControllerElectMaster, map[string]string{
-		"clusterName": k.Cluster, "brokerName": k.BrokerName, "brokerId": i64s(brokerID),
-		"designateElect": strconv.FormatBool(designate), "invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10),
+		hdrClusterName: k.Cluster, hdrBrokerName: k.BrokerName, hdrBrokerID: i64s(brokerID),
+		hdrDesignateElect: strconv.FormatBool(designate), hdrInvokeTime: strconv.FormatInt(time.Now().UnixMilli(), 10),
 	}, nil))
 	if err != nil {
 		return Group{}, fmt.Errorf("electing a master of %s: %w", k, err)
@@ -311,8 +311,8 @@ func (c *Client) Metadata(ctx context.Context) (Metadata, error) {
 			last = errorOf(resp.Code, resp.Remark)
 			continue
 		}
-		isLeader, _ := strconv.ParseBool(resp.Ext("isLeader"))
-		return Metadata{LeaderID: resp.Ext("controllerLeaderId"), LeaderAddr: resp.Ext("controllerLeaderAddress"), IsLeader: isLeader, Peers: resp.Ext("peers")}, nil
+		isLeader, _ := strconv.ParseBool(resp.Ext(hdrIsLeader))
+		return Metadata{LeaderID: resp.Ext(hdrControllerLeaderID), LeaderAddr: resp.Ext(hdrControllerLeaderAddress), IsLeader: isLeader, Peers: resp.Ext(hdrPeers)}, nil
 	}
 	return Metadata{}, fmt.Errorf("controller metadata: no controller answered: %w", last)
 }
@@ -322,9 +322,9 @@ func (c *Client) Metadata(ctx context.Context) (Metadata, error) {
 func groupFromReply(k GroupKey, resp *remoting.Command) (Group, error) {
 	h := header{cmd: resp}
 	g := Group{GroupKey: k}
-	g.MasterID = h.int("masterBrokerId", 64, 0)
-	g.MasterEpoch = int32(h.int("masterEpoch", 32, 0))
-	g.SyncStateSetEpoch = int32(h.int("syncStateSetEpoch", 32, 0))
+	g.MasterID = h.int(hdrMasterBrokerID, 64, 0)
+	g.MasterEpoch = int32(h.int(hdrMasterEpoch, 32, 0))
+	g.SyncStateSetEpoch = int32(h.int(hdrSyncStateSetEpoch, 32, 0))
 	if h.err != nil {
 		return Group{}, fmt.Errorf("decoding the controller's replica answer: %w", h.err)
 	}

@@ -12,33 +12,6 @@ import (
 	"github.com/keelmq/keel/host/remoting"
 )
 
-// Header fields keel adds to RocketMQ's controller headers.
-const (
-	// hdrHAAddress (CONTROLLER_REGISTER_BROKER request) is the broker's
-	// HA address; hdrMasterHAAddress (responses) the master's.
-	hdrHAAddress       = "haAddress"
-	hdrMasterHAAddress = "masterHaAddress"
-	// hdrNodeID (CONTROLLER_REGISTER_BROKER request) is the broker's
-	// stable node id, which identifies it across restarts (see Register).
-	hdrNodeID = "nodeId"
-	// hdrBrokerID (CONTROLLER_REGISTER_BROKER response) is the id the
-	// controller gave the broker.
-	hdrBrokerID = "brokerId"
-)
-
-// controllerGroupName is the raft group name CONTROLLER_GET_METADATA_INFO
-// reports.
-const controllerGroupName = "keel-controller"
-
-// syncStateSetBody is the body of replica answers: RocketMQ's SyncStateSet
-// ({syncStateSet, syncStateSetEpoch}) plus keel's members, so that a broker
-// learns every member's addresses in one call.
-type syncStateSetBody struct {
-	SyncStateSet      []int64  `json:"syncStateSet"`
-	SyncStateSetEpoch int32    `json:"syncStateSetEpoch"`
-	Members           []Member `json:"members,omitempty"`
-}
-
 // Register installs the controller's handlers on rs: BROKER_HEARTBEAT
 // (904) and CONTROLLER_* 1001–1006. Call it before rs serves. Every code
 // but CONTROLLER_GET_METADATA_INFO is served by the leader only; a
@@ -115,8 +88,8 @@ func (c *Controller) notLeader(cmd *remoting.Command) *remoting.Command {
 		remark = "this controller is not the leader; the leader is " + id + " at " + addr
 	}
 	resp := remoting.NewResponse(cmd, remoting.ControllerNotLeader, remark)
-	resp.SetExt("controllerLeaderId", id)
-	resp.SetExt("controllerLeaderAddress", addr)
+	resp.SetExt(hdrControllerLeaderID, id)
+	resp.SetExt(hdrControllerLeaderAddress, addr)
 	return resp
 }
 
@@ -141,16 +114,16 @@ func (c *Controller) lookup(cluster, name string) (Group, error) {
 
 func (c *Controller) handleHeartbeat(req *remoting.Request) (*remoting.Command, error) {
 	h := header{cmd: req.Cmd}
-	k := GroupKey{h.required("clusterName"), h.required("brokerName")}
+	k := GroupKey{h.required(hdrClusterName), h.required(hdrBrokerName)}
 	hb := Heartbeat{
 		Group:         k,
-		BrokerID:      h.int("brokerId", 64, 0),
-		Addr:          h.str("brokerAddr"),
-		Epoch:         int32(h.int("epoch", 32, 0)),
-		MaxOffset:     h.int("maxOffset", 64, 0),
-		ConfirmOffset: h.int("confirmOffset", 64, 0),
-		Timeout:       time.Duration(h.int("heartbeatTimeoutMills", 64, 0)) * time.Millisecond,
-		Priority:      int32(h.int("electionPriority", 32, 0)),
+		BrokerID:      h.int(hdrBrokerID, 64, 0),
+		Addr:          h.str(hdrBrokerAddr),
+		Epoch:         int32(h.int(hdrEpoch, 32, 0)),
+		MaxOffset:     h.int(hdrMaxOffset, 64, 0),
+		ConfirmOffset: h.int(hdrConfirmOffset, 64, 0),
+		Timeout:       time.Duration(h.int(hdrHeartbeatTimeoutMills, 64, 0)) * time.Millisecond,
+		Priority:      int32(h.int(hdrElectionPriority, 32, 0)),
 	}
 	if h.err != nil {
 		return nil, fmt.Errorf("BROKER_HEARTBEAT: %w", h.err)
@@ -169,8 +142,8 @@ func (c *Controller) handleHeartbeat(req *remoting.Request) (*remoting.Command, 
 func (c *Controller) handleRegister(req *remoting.Request) (*remoting.Command, error) {
 	h := header{cmd: req.Cmd}
 	r := registerCmd{
-		Group:  GroupKey{h.required("clusterName"), h.required("brokerName")},
-		Addr:   h.required("brokerAddress"),
+		Group:  GroupKey{h.required(hdrClusterName), h.required(hdrBrokerName)},
+		Addr:   h.required(hdrBrokerAddress),
 		HAAddr: h.str(hdrHAAddress),
 		NodeID: h.str(hdrNodeID),
 	}
@@ -183,17 +156,17 @@ func (c *Controller) handleRegister(req *remoting.Request) (*remoting.Command, e
 	}
 	c.live.seedOne(r.Group, res.BrokerID, time.Now())
 	resp := replicaResponse(req.Cmd, &res.Group)
-	resp.SetExt("clusterName", r.Group.Cluster)
-	resp.SetExt("brokerName", r.Group.BrokerName)
+	resp.SetExt(hdrClusterName, r.Group.Cluster)
+	resp.SetExt(hdrBrokerName, r.Group.BrokerName)
 	resp.SetExt(hdrBrokerID, i64s(res.BrokerID))
 	return resp, nil
 }
 
 func (c *Controller) handleElect(req *remoting.Request) (*remoting.Command, error) {
 	h := header{cmd: req.Cmd}
-	cluster, name := h.str("clusterName"), h.required("brokerName")
-	id := h.int("brokerId", 64, 0)
-	designate := h.bool("designateElect")
+	cluster, name := h.str(hdrClusterName), h.required(hdrBrokerName)
+	id := h.int(hdrBrokerID, 64, 0)
+	designate := h.bool(hdrDesignateElect)
 	if designate && id <= 0 && h.err == nil {
 		h.err = fmt.Errorf("%w: designateElect needs a brokerId", ErrInvalidRequest)
 	}
@@ -245,15 +218,15 @@ func (c *Controller) electOnRequest(g *Group, id int64, designate bool) (Group, 
 		return Group{}, err
 	}
 	c.met.elected(time.Since(start))
-	c.log.Info("elected a new master on request", "group", g.GroupKey, "master", e.NewMaster, "masterEpoch", res.Group.MasterEpoch, "designated", designate)
+	c.log.Info("elected a new master on request", hdrGroup, g.GroupKey, "master", e.NewMaster, hdrMasterEpoch, res.Group.MasterEpoch, "designated", designate)
 	return res.Group, nil
 }
 
 func (c *Controller) handleAlter(req *remoting.Request) (*remoting.Command, error) {
 	h := header{cmd: req.Cmd}
-	cluster, name := h.str("clusterName"), h.required("brokerName")
-	masterID := h.int("masterBrokerId", 64, 0)
-	masterEpoch := int32(h.int("masterEpoch", 32, 0))
+	cluster, name := h.str(hdrClusterName), h.required(hdrBrokerName)
+	masterID := h.int(hdrMasterBrokerID, 64, 0)
+	masterEpoch := int32(h.int(hdrMasterEpoch, 32, 0))
 	if h.err != nil {
 		return nil, fmt.Errorf("CONTROLLER_ALTER_SYNC_STATE_SET: %w", h.err)
 	}
@@ -273,14 +246,14 @@ func (c *Controller) handleAlter(req *remoting.Request) (*remoting.Command, erro
 		return nil, fmt.Errorf("CONTROLLER_ALTER_SYNC_STATE_SET %s: %w", g.GroupKey, err)
 	}
 	resp := remoting.NewResponse(req.Cmd, remoting.Success, "")
-	resp.SetExt("newSyncStateSetEpoch", strconv.Itoa(int(res.Group.SyncStateSetEpoch)))
+	resp.SetExt(hdrNewSyncStateSetEpoch, strconv.Itoa(int(res.Group.SyncStateSetEpoch)))
 	resp.Body = mustJSON(syncStateSetBody{SyncStateSet: res.Group.SyncStateSet, SyncStateSetEpoch: res.Group.SyncStateSetEpoch})
 	return resp, nil
 }
 
 func (c *Controller) handleReplicaInfo(req *remoting.Request) (*remoting.Command, error) {
 	h := header{cmd: req.Cmd}
-	cluster, name := h.str("clusterName"), h.required("brokerName")
+	cluster, name := h.str(hdrClusterName), h.required(hdrBrokerName)
 	if h.err != nil {
 		return nil, fmt.Errorf("CONTROLLER_GET_REPLICA_INFO: %w", h.err)
 	}
@@ -297,11 +270,11 @@ func (c *Controller) handleReplicaInfo(req *remoting.Request) (*remoting.Command
 func replicaResponse(cmd *remoting.Command, g *Group) *remoting.Command {
 	resp := remoting.NewResponse(cmd, remoting.Success, "")
 	m, _ := g.Master()
-	resp.SetExt("masterBrokerId", i64s(g.MasterID))
-	resp.SetExt("masterAddress", m.Addr)
+	resp.SetExt(hdrMasterBrokerID, i64s(g.MasterID))
+	resp.SetExt(hdrMasterAddress, m.Addr)
 	resp.SetExt(hdrMasterHAAddress, m.HAAddr)
-	resp.SetExt("masterEpoch", strconv.Itoa(int(g.MasterEpoch)))
-	resp.SetExt("syncStateSetEpoch", strconv.Itoa(int(g.SyncStateSetEpoch)))
+	resp.SetExt(hdrMasterEpoch, strconv.Itoa(int(g.MasterEpoch)))
+	resp.SetExt(hdrSyncStateSetEpoch, strconv.Itoa(int(g.SyncStateSetEpoch)))
 	resp.Body = mustJSON(syncStateSetBody{SyncStateSet: g.SyncStateSet, SyncStateSetEpoch: g.SyncStateSetEpoch, Members: g.Members})
 	return resp
 }
@@ -333,7 +306,7 @@ func (c *Controller) handleSyncStateData(req *remoting.Request) (*remoting.Comma
 	if err := json.Unmarshal(req.Cmd.Body, &names); err != nil {
 		return nil, fmt.Errorf("CONTROLLER_GET_SYNC_STATE_DATA: %w: body is not a JSON list of broker names: %v", ErrInvalidRequest, err)
 	}
-	cluster := req.Cmd.Ext("clusterName")
+	cluster := req.Cmd.Ext(hdrClusterName)
 	out := brokerReplicasInfo{ReplicasInfoTable: map[string]replicasInfo{}}
 	now := time.Now()
 	for _, name := range names {
@@ -366,11 +339,11 @@ func (c *Controller) handleSyncStateData(req *remoting.Request) (*remoting.Comma
 func (c *Controller) handleMetadata(req *remoting.Request) *remoting.Command {
 	id, addr := c.Leader()
 	resp := remoting.NewResponse(req.Cmd, remoting.Success, "")
-	resp.SetExt("group", controllerGroupName)
-	resp.SetExt("controllerLeaderId", id)
-	resp.SetExt("controllerLeaderAddress", addr)
-	resp.SetExt("isLeader", strconv.FormatBool(c.IsLeader()))
-	resp.SetExt("peers", c.peers())
+	resp.SetExt(hdrGroup, controllerGroupName)
+	resp.SetExt(hdrControllerLeaderID, id)
+	resp.SetExt(hdrControllerLeaderAddress, addr)
+	resp.SetExt(hdrIsLeader, strconv.FormatBool(c.IsLeader()))
+	resp.SetExt(hdrPeers, c.peers())
 	return resp
 }
 
