@@ -92,7 +92,7 @@ func encodeCommand(c command) ([]byte, error) {
 }
 
 // applyEntry decodes and applies one log entry.
-func (s *State) applyEntry(data []byte) applyResult {
+func (s *replicated) applyEntry(data []byte) applyResult {
 	var c command
 	if err := json.Unmarshal(data, &c); err != nil {
 		return applyResult{Err: fmt.Errorf("decoding controller command: %w", err)}
@@ -102,7 +102,7 @@ func (s *State) applyEntry(data []byte) applyResult {
 
 // apply applies c. It is pure: the result depends on s and c alone. A
 // refused command leaves s unchanged.
-func (s *State) apply(c command) applyResult {
+func (s *replicated) apply(c command) applyResult {
 	if c.V != commandVersion {
 		return applyResult{Err: fmt.Errorf("%w: command version %d, this controller applies %d", ErrInvalidRequest, c.V, commandVersion)}
 	}
@@ -123,7 +123,7 @@ func (s *State) apply(c command) applyResult {
 	return applyResult{Err: fmt.Errorf("%w: command type %q without its body", ErrInvalidRequest, c.Type)}
 }
 
-func (s *State) register(r registerCmd) applyResult {
+func (s *replicated) register(r registerCmd) applyResult {
 	if r.Group.Cluster == "" || r.Group.BrokerName == "" || r.Addr == "" {
 		return applyResult{Err: fmt.Errorf("%w: register needs clusterName, brokerName and brokerAddress (got %q, %q, %q)", ErrInvalidRequest, r.Group.Cluster, r.Group.BrokerName, r.Addr)}
 	}
@@ -145,7 +145,7 @@ func (s *State) register(r registerCmd) applyResult {
 	return applyResult{Group: g.clone(), BrokerID: nm.ID}
 }
 
-func (s *State) elect(e electCmd) applyResult {
+func (s *replicated) elect(e electCmd) applyResult {
 	g, ok := s.Groups[e.Group]
 	if !ok {
 		return applyResult{Err: fmt.Errorf("%w: elect in unknown group %s", ErrInvalidRequest, e.Group)}
@@ -184,7 +184,7 @@ func eligible(g *Group, id int64) bool {
 	return g.MasterEpoch == 0 || g.InSyncStateSet(id)
 }
 
-func (s *State) alter(a alterCmd) applyResult {
+func (s *replicated) alter(a alterCmd) applyResult {
 	g, ok := s.Groups[a.Group]
 	if !ok {
 		return applyResult{Err: fmt.Errorf("%w: alter SyncStateSet of unknown group %s", ErrInvalidRequest, a.Group)}

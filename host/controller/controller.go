@@ -175,7 +175,7 @@ func (c *Controller) Leader() (id, addr string) {
 	if id == "" {
 		return "", ""
 	}
-	c.fsm.read(func(s *State) { addr = s.Controllers[id] })
+	c.fsm.read(func(s *replicated) { addr = s.Controllers[id] })
 	return id, addr
 }
 
@@ -186,13 +186,13 @@ func (c *Controller) IsLeader() bool { return c.ready.Load() }
 // Group returns the state of a group as this node has applied it (on a
 // follower it may lag the leader).
 func (c *Controller) Group(k GroupKey) (g Group, ok bool) {
-	c.fsm.read(func(s *State) { g, ok = s.group(k) })
+	c.fsm.read(func(s *replicated) { g, ok = s.group(k) })
 	return g, ok
 }
 
 // Groups returns every group's state, sorted by key.
 func (c *Controller) Groups() (gs []Group) {
-	c.fsm.read(func(s *State) { gs = s.groups() })
+	c.fsm.read(func(s *replicated) { gs = s.groups() })
 	return gs
 }
 

@@ -6,7 +6,7 @@
 //
 // # State and elections
 //
-// Replicated state (State, Group) changes only through raft log entries
+// Replicated state (Group, per broker group) changes only through raft log entries
 // applied by a deterministic state machine (commands.go, fsm.go): register
 // a member, elect (or clear) a master, alter the SyncStateSet, announce the
 // leader's remoting address. The raft log and stable store are one bolt

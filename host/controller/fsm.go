@@ -9,12 +9,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// fsm is the raft.FSM over State. Apply, Snapshot and Restore are called
+// fsm is the raft.FSM over the replicated state. Apply, Snapshot and Restore are called
 // by raft, never concurrently with each other; the read methods may be
 // called from any goroutine.
 type fsm struct {
 	mu    sync.RWMutex
-	state *State
+	state *replicated
 }
 
 func newFSM() *fsm { return &fsm{state: newState()} }
@@ -59,7 +59,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 }
 
 // read calls fn with the state under the read lock; fn must not keep it.
-func (f *fsm) read(fn func(*State)) {
+func (f *fsm) read(fn func(*replicated)) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	fn(f.state)

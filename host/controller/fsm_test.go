@@ -17,7 +17,7 @@ var testGroups = []GroupKey{{"c1", "broker-a"}, {"c1", "broker-b"}, {"c2", "brok
 
 // genCommand draws a command that is often valid for s and often not:
 // stale epochs, non-members, sets without the master.
-func genCommand(t *rapid.T, s *State) command {
+func genCommand(t *rapid.T, s *replicated) command {
 	k := rapid.SampledFrom(testGroups).Draw(t, "group")
 	g, _ := s.group(k)
 	id := func(label string) int64 { return rapid.Int64Range(0, g.NextID+1).Draw(t, label) }
@@ -89,7 +89,7 @@ func TestStateProperties(t *testing.T) {
 			}
 			fres := f.Apply(&raft.Log{Index: uint64(i + 1), Data: data}).(applyResult)
 			if (res.Err == nil) != (fres.Err == nil) || !reflect.DeepEqual(res.Group, fres.Group) {
-				t.Fatalf("FSM and State disagree on %+v: %v / %v", c, res, fres)
+				t.Fatalf("FSM and direct apply disagree on %+v: %v / %v", c, res, fres)
 			}
 			after, _ := s.group(k)
 			if res.Err != nil && existed && !reflect.DeepEqual(before, after) {

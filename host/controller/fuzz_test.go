@@ -12,7 +12,7 @@ import (
 
 // fuzzBase is a state with a group, a master and a two-member set, so that
 // fuzzed entries can hit the accepting paths.
-func fuzzBase() *State {
+func fuzzBase() *replicated {
 	s := newState()
 	k := GroupKey{"c", "b"}
 	for _, a := range []string{"h:1", "h:2", "h:3"} {

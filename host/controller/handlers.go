@@ -102,7 +102,7 @@ func (c *Controller) lookup(cluster, name string) (Group, error) {
 		return Group{}, fmt.Errorf("%w: no broker group %s in cluster %s", ErrInvalidRequest, name, cluster)
 	}
 	var gs []Group
-	c.fsm.read(func(s *State) { gs = s.byBrokerName(name) })
+	c.fsm.read(func(s *replicated) { gs = s.byBrokerName(name) })
 	switch len(gs) {
 	case 0:
 		return Group{}, fmt.Errorf("%w: no broker group %s", ErrInvalidRequest, name)

@@ -132,10 +132,10 @@ func (g *Group) clone() Group {
 	return out
 }
 
-// State is the controller's whole replicated state. It is changed only by
+// replicated is the controller's whole replicated state. It is changed only by
 // apply, which is deterministic: the same commands in the same order give
-// the same State on every node. It reads no clock and no configuration.
-type State struct {
+// the same state on every node. It reads no clock and no configuration.
+type replicated struct {
 	// Groups by key.
 	Groups map[GroupKey]*Group
 	// Controllers maps a controller's raft server id to the remoting
@@ -143,12 +143,12 @@ type State struct {
 	Controllers map[string]string
 }
 
-func newState() *State {
-	return &State{Groups: map[GroupKey]*Group{}, Controllers: map[string]string{}}
+func newState() *replicated {
+	return &replicated{Groups: map[GroupKey]*Group{}, Controllers: map[string]string{}}
 }
 
 // group returns a copy of the group under k.
-func (s *State) group(k GroupKey) (Group, bool) {
+func (s *replicated) group(k GroupKey) (Group, bool) {
 	g, ok := s.Groups[k]
 	if !ok {
 		return Group{}, false
@@ -157,7 +157,7 @@ func (s *State) group(k GroupKey) (Group, bool) {
 }
 
 // groups returns copies of every group, sorted by key.
-func (s *State) groups() []Group {
+func (s *replicated) groups() []Group {
 	out := make([]Group, 0, len(s.Groups))
 	for _, g := range s.Groups {
 		out = append(out, g.clone())
@@ -172,7 +172,7 @@ func (s *State) groups() []Group {
 }
 
 // byBrokerName returns the groups named name, in every cluster.
-func (s *State) byBrokerName(name string) []Group {
+func (s *replicated) byBrokerName(name string) []Group {
 	var out []Group
 	for _, g := range s.groups() {
 		if g.BrokerName == name {
@@ -182,8 +182,8 @@ func (s *State) byBrokerName(name string) []Group {
 	return out
 }
 
-// snapshotState is State's encoded form: groups as a sorted list, since
-// JSON object keys must be strings.
+// snapshotState is the replicated state's encoded form: groups as a
+// sorted list, since JSON object keys must be strings.
 type snapshotState struct {
 	Version     int               `json:"version"`
 	Groups      []Group           `json:"groups"`
@@ -193,11 +193,11 @@ type snapshotState struct {
 // snapshotVersion is the version of snapshotState written by Persist.
 const snapshotVersion = 1
 
-func (s *State) encodable() snapshotState {
+func (s *replicated) encodable() snapshotState {
 	return snapshotState{Version: snapshotVersion, Groups: s.groups(), Controllers: s.Controllers}
 }
 
-func stateFrom(ss snapshotState) (*State, error) {
+func stateFrom(ss snapshotState) (*replicated, error) {
 	if ss.Version != snapshotVersion {
 		return nil, fmt.Errorf("controller snapshot version %d, want %d", ss.Version, snapshotVersion)
 	}
