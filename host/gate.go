@@ -46,6 +46,8 @@ func (g *writeGate) update(n *Node) {
 	}
 	if n.slave.Load() {
 		r = refuse("this broker is a slave; send to the master", false)
+	} else if why := n.cluster.refusalOrNone(); why != "" {
+		r = refuse("cluster mode: "+why, false)
 	} else if why := n.fenced(); why != "" {
 		r = refuse("writes fenced by replication: "+why, false)
 	} else if why := n.pluginsDegraded(); why != "" {

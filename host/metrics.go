@@ -122,6 +122,7 @@ func (m *nodeMetrics) write(w io.Writer, n *Node) {
 	writeTopicAndLagMetrics(w, n)
 	vm.WriteProcessMetrics(w)
 	vm.WriteFDMetrics(w)
+	n.writeControllerMetrics(w)
 	if n.host != nil {
 		for _, r := range n.host.Replication().Replicas {
 			fmt.Fprintf(w, "keel_replica_lag_bytes{replica=%q} %d\n", r.ID, r.LagBytes)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/host/controller"
 	"github.com/keelmq/keel/host/namesrv"
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
@@ -62,6 +63,12 @@ type Node struct {
 	log     *slog.Logger
 	catalog *Catalog // the builtins the profile may name
 	role    string   // the configured role; slave becomes master on Promote
+	// peer is the master's HA address a slave follows (replication.master_addr,
+	// or the controller's master in cluster mode); n.mu guards changes.
+	peer string
+	// cluster is this broker's membership of a controller group, nil
+	// unless the profile is in cluster mode (cluster.go).
+	cluster *clusterMember
 	// slave is true while this node is a slave (appends refused). Promote
 	// clears it; setSlave changes it and the write gate together.
 	slave atomic.Bool
@@ -102,6 +109,9 @@ type Node struct {
 	nsrv      *namesrv.Server
 	registrar *namesrv.Registrar
 	stopWatch func()
+	// ctl is the controller this process runs (server.roles has
+	// controller), nil otherwise.
+	ctl *controller.Controller
 
 	mu        sync.Mutex
 	listeners map[string]net.Listener // role → listener
@@ -138,7 +148,7 @@ func Start(ctx context.Context, prof *profile.Profile, opts Options) (*Node, err
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{prof: prof, log: log, catalog: opts.Catalog, role: prof.Replication.Role, listeners: map[string]net.Listener{}, started: time.Now()}
+	n := &Node{prof: prof, log: log, catalog: opts.Catalog, role: prof.Replication.Role, peer: prof.Replication.MasterAddr, listeners: map[string]net.Listener{}, started: time.Now()}
 	if n.role == "" {
 		n.role = roleMaster
 	}
@@ -167,6 +177,11 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.lockDataDir(); err != nil {
 		return err
 	}
+	if n.prof.ClusterMode() {
+		if err := n.joinCluster(ctx); err != nil {
+			return err
+		}
+	}
 	if err := n.loadPlugins(ctx); err != nil {
 		return err
 	}
@@ -187,6 +202,9 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	if !n.slave.Load() {
 		n.startMasterServices()
+	}
+	if n.cluster != nil {
+		n.cluster.serve()
 	}
 	return nil
 }
@@ -268,6 +286,13 @@ func (n *Node) bindListeners() error {
 		if err = n.bindBroker(); err != nil {
 			return err
 		}
+	}
+	if p.HasRole(roleController) {
+		l, err := listenOn("controller", "controller.addr", p.Controller.Addr)
+		if err != nil {
+			return err
+		}
+		n.listeners["controller"] = l
 	}
 	if n.adminProbe, err = listenOn("admin", "admin.addr", p.Admin.Addr); err != nil {
 		return err
@@ -386,6 +411,11 @@ func (n *Node) listen() error {
 		n.nsrv.Start()
 		go nsSrv.Serve(n.listeners["namesrv"])
 	}
+	if p.HasRole(roleController) {
+		if err := n.startController(context.Background(), srvCfg); err != nil {
+			return err
+		}
+	}
 	if p.HasRole(roleBroker) {
 		n.serveBroker(srvCfg)
 	}
@@ -400,8 +430,10 @@ func (n *Node) listen() error {
 		return fmt.Errorf("%w (admin.addr %s)", err, p.Admin.Addr)
 	}
 	n.admin = adm
-	n.listeners["admin"] = adm.l
-	for _, role := range []string{"namesrv", "broker", "admin"} {
+	n.mu.Lock()
+	n.listeners["admin"] = adm.l // the registrar may read the map meanwhile
+	n.mu.Unlock()
+	for _, role := range []string{"namesrv", "controller", "broker", "admin"} {
 		if l, ok := n.listeners[role]; ok {
 			n.log.Info("listening", "role", role, "addr", l.Addr().String())
 		}
@@ -450,8 +482,8 @@ func (n *Node) haAddr() string {
 
 // advertised is the broker address clients should use.
 func (n *Node) advertised() string {
-	if l, ok := n.listeners["broker"]; ok {
-		return l.Addr().String()
+	if a := n.Addr("broker"); a != "" {
+		return a
 	}
 	return n.prof.Server.BrokerAddr
 }
@@ -478,6 +510,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		// Delayed deliveries stop first, while the store still takes
 		// their appends and flushes them.
+		if n.cluster != nil {
+			// Heartbeats stop first: the controller elects another master
+			// at once, while this one still flushes what it has.
+			n.cluster.stop()
+		}
 		n.stopMasterServices()
 		n.stopRegistrar(ctx) // while the name servers still answer
 		if n.broker != nil {
@@ -500,6 +537,11 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		if n.nsrv != nil {
 			n.nsrv.Close()
+		}
+		if n.ctl != nil {
+			if err := n.ctl.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close the controller: %w", err))
+			}
 		}
 		if n.admin != nil {
 			n.admin.close()

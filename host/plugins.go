@@ -239,7 +239,7 @@ func (n *Node) pluginConfig(kind sdk.Kind) (sdk.Config, error) {
 	if kind == sdk.KindReplication {
 		cfg.Role = n.role
 		cfg.Addr = n.prof.Server.HAAddr
-		cfg.PeerAddr = n.prof.Replication.MasterAddr
+		cfg.PeerAddr = n.peerAddr()
 		cfg.Secret = n.prof.Replication.Secret
 	}
 	return cfg, nil

@@ -80,6 +80,9 @@ func (n *Node) stopRegistrar(ctx context.Context) {
 func (b backend) Registration() namesrv.Registration {
 	n, p := b.n, b.n.prof
 	id := int64(p.Server.BrokerID)
+	if n.cluster != nil {
+		id = n.cluster.brokerID() // the controller's
+	}
 	if !n.slave.Load() {
 		id = namesrv.MasterID
 	} else if id == namesrv.MasterID {

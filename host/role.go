@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
@@ -12,6 +13,15 @@ import (
 // Promote makes this slave the master (the replication plugin must
 // implement sdk.Promoter).
 func (n *Node) Promote(ctx context.Context) (int32, error) {
+	if n.cluster != nil {
+		return 0, errClusterPromote
+	}
+	return n.promote(ctx)
+}
+
+// promote makes this slave the master (Promote, or the controller's
+// election in cluster mode).
+func (n *Node) promote(ctx context.Context) (int32, error) {
 	if n.repl == nil {
 		return 0, errors.New("no replication plugin is loaded")
 	}
@@ -70,4 +80,64 @@ func (n *Node) setReplicationPolicy(r sdk.ReplicationPolicy) {
 	n.replPolicy = p.Replication
 	n.mu.Unlock()
 	n.ack.Store(&p)
+}
+
+// follow makes this broker a slave of the master whose HA address is
+// haAddr (cluster mode: the controller elected another master, or this
+// one's master moved). Writes are refused from the first step; the master
+// services stop; the replication plugin is stopped (an external one's
+// process too) and a fresh instance is configured as a slave of haAddr and
+// started on the same store, which then truncates any divergent tail and
+// catches up through the plugin's handshake.
+func (n *Node) follow(ctx context.Context, haAddr string) error {
+	n.setSlave(true)
+	n.stopMasterServices()
+	old := n.plugin(sdk.KindReplication)
+	if old == nil {
+		return errors.New("no replication plugin is loaded")
+	}
+	if err := old.stop(ctx); err != nil {
+		n.log.Warn("stopping the replication plugin to follow a new master", "err", err)
+	}
+	if sv := supervisorOf(old.p); sv != nil {
+		sv.Stop(ctx)
+	}
+	n.mu.Lock()
+	n.role, n.peer = roleSlave, haAddr
+	n.mu.Unlock()
+	s := n.pluginSections()[2] // replication
+	lp, err := n.instantiate(ctx, s)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", haAddr, err)
+	}
+	lp.onState = func() { n.gate.update(n) }
+	n.mu.Lock()
+	n.plugins[slices.Index(n.plugins, old)] = lp
+	n.mu.Unlock()
+	cfg, err := n.pluginConfig(sdk.KindReplication)
+	if err != nil {
+		return err
+	}
+	lp.cfg = cfg
+	if err := lp.p.Configure(ctx, cfg); err != nil {
+		return fmt.Errorf("follow %s: configure %s plugin %s: %w", haAddr, lp.kind, lp.name, err)
+	}
+	if err := n.adopt(lp); err != nil {
+		return err
+	}
+	n.setReplicationPolicy(sdk.ReplicationPolicy{}) // a slave acknowledges nothing itself
+	if err := lp.p.Start(ctx, n.host); err != nil {
+		lp.setState(stateDegraded, err.Error())
+		return fmt.Errorf("follow %s: start %s plugin %s: %w", haAddr, lp.kind, lp.name, err)
+	}
+	lp.setState(stateRunning, "")
+	n.log.Warn("now a slave", "master_ha", haAddr)
+	return nil
+}
+
+// peerAddr is the master's HA address this slave follows.
+func (n *Node) peerAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.peer
 }

@@ -57,6 +57,9 @@ func (p *Profile) validateController(fail failFunc) {
 		case !Chosen(p.Replication.Plugin, p.Replication.Path):
 			fail("replication.plugin", `cluster mode (controller.addrs is set) needs a replication plugin, but replication.plugin is "none"`)
 		}
+		if msg := checkAddr(p.Server.HAAddr, false); msg != "" {
+			fail("server.ha_addr", "in cluster mode the controller hands this address to the group's slaves, so it must be one they can dial: %s", msg)
+		}
 	}
 	if !p.HasRole(RoleController) {
 		return
