@@ -13,7 +13,7 @@ import (
 )
 
 // profile finds the default profile from the package directory.
-func profile(t *testing.T) string {
+func profile(t testing.TB) string {
 	t.Helper()
 	p, err := wire.FindProfile("default", filepath.Join("..", "..", "configs", "profiles"))
 	if err != nil {
