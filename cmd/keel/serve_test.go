@@ -125,6 +125,120 @@ func TestShippedProfiles(t *testing.T) {
 	}
 }
 
+// TestShippedClusterProfiles loads and checks every profile in
+// configs/profiles/cluster (what `make cluster` starts): each passes
+// `keel profile check`, the seven run side by side on one machine
+// (distinct listeners and data dirs), every broker registers with all
+// three name servers and follows all three controllers, the controllers'
+// peers agree with their raft addresses, and each of the two groups has
+// two sync-replication brokers in cluster mode.
+func TestShippedClusterProfiles(t *testing.T) {
+	dir := filepath.Join(profilesDir, "cluster")
+	files, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	if err != nil || len(files) != 7 {
+		t.Fatalf("shipped cluster profiles: want 7 files in %s, got %v (%v)", dir, files, err)
+	}
+	var ctls, brokers []*profile.Profile
+	for _, f := range files {
+		p, err := profile.Load(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			checked, err := profile.Load(f, []string{"store.dir=" + t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := host.Check(context.Background(), checked, builtins.Catalog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if checked.HasRole(profile.RoleBroker) && (len(rows) == 0 || rows[0].Answer == "") {
+				t.Fatalf("broker profile without a durability table: %+v", rows)
+			}
+		})
+		switch {
+		case p.HasRole(profile.RoleController) && p.HasRole(profile.RoleNamesrv) && !p.HasRole(profile.RoleBroker):
+			ctls = append(ctls, p)
+		case p.ClusterMode() && len(p.Server.Roles) == 1:
+			brokers = append(brokers, p)
+		default:
+			t.Fatalf("%s: roles %v: neither a name server with a controller nor a cluster-mode broker", f, p.Server.Roles)
+		}
+	}
+	if len(ctls) != 3 || len(brokers) != 4 {
+		t.Fatalf("want 3 name server + controller profiles and 4 brokers, got %d and %d", len(ctls), len(brokers))
+	}
+	seen, dirs := map[string]string{}, map[string]bool{}
+	use := func(who, addr string) {
+		if other, dup := seen[addr]; dup {
+			t.Errorf("%s and %s both listen on %s", who, other, addr)
+		}
+		seen[addr] = who
+	}
+	var nsAddrs, ctlAddrs, peers []string
+	for _, c := range ctls {
+		who := c.Controller.NodeID
+		use(who, c.Server.NamesrvAddr)
+		use(who, c.Controller.Addr)
+		use(who, c.Controller.RaftAddr)
+		use(who, c.Admin.Addr)
+		nsAddrs = append(nsAddrs, c.Server.NamesrvAddr)
+		ctlAddrs = append(ctlAddrs, c.Controller.Addr)
+		peers = append(peers, c.Controller.NodeID+"="+c.Controller.RaftAddr)
+		if dirs[c.Store.Dir] {
+			t.Errorf("%s shares data dir %s", who, c.Store.Dir)
+		}
+		dirs[c.Store.Dir] = true
+	}
+	for _, c := range ctls {
+		if !sameSet(c.Controller.Peers, peers) {
+			t.Errorf("controller %s: peers %v, want %v", c.Controller.NodeID, c.Controller.Peers, peers)
+		}
+	}
+	groups := map[string]int{}
+	for _, b := range brokers {
+		who := b.Server.BrokerName + " " + b.Store.Dir
+		use(who, b.Server.BrokerAddr)
+		use(who, b.Server.HAAddr)
+		use(who, b.Admin.Addr)
+		if dirs[b.Store.Dir] {
+			t.Errorf("%s shares its data dir", who)
+		}
+		dirs[b.Store.Dir] = true
+		groups[b.Server.BrokerName]++
+		if !sameSet(b.Server.NamesrvAddrs, nsAddrs) {
+			t.Errorf("%s: namesrv_addrs %v, want the name servers %v", who, b.Server.NamesrvAddrs, nsAddrs)
+		}
+		if !sameSet(b.Controller.Addrs, ctlAddrs) {
+			t.Errorf("%s: controller.addrs %v, want the controllers %v", who, b.Controller.Addrs, ctlAddrs)
+		}
+		if b.Replication.Plugin != "sync" {
+			t.Errorf("%s: replication.plugin %q, want sync", who, b.Replication.Plugin)
+		}
+	}
+	if len(groups) != 2 || groups["broker-a"] != 2 || groups["broker-b"] != 2 {
+		t.Errorf("broker groups %v, want broker-a and broker-b with two brokers each", groups)
+	}
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		if m[s]--; m[s] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func startNode(t *testing.T, prof string, sets ...string) *host.Node {
 	t.Helper()
 	p, err := profile.Load(filepath.Join(profilesDir, prof), append(append([]string{}, portZero...), sets...))
