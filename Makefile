@@ -6,7 +6,7 @@ PROFILE   ?= configs/profiles/default.toml
 GOFLAGS_T ?= -count=1
 FUZZTIME  ?= 20s
 
-.PHONY: all build test tidy-check test-short run bench-quick bench lint fuzz clean
+.PHONY: all build test tidy-check test-short run cluster cluster-stop bench-quick bench lint fuzz clean
 
 all: build
 
@@ -43,6 +43,17 @@ test-short:
 
 run: build
 	./$(BIN) serve --profile $(PROFILE)
+
+# The shipped local cluster (configs/profiles/cluster/: 3 name servers with
+# raft controllers, 2 broker groups of master + slave): starts what is not
+# running, waits until every node answers, prints the listeners and stays
+# in the foreground; Ctrl-C or `make cluster-stop` stops it. Logs and pid
+# files under data/cluster/.
+cluster:
+	scripts/cluster.sh
+
+cluster-stop:
+	scripts/cluster.sh stop
 
 bench-quick: build
 	./$(BIN) bench --config configs/bench/quick.toml --out bench-out/quick --quick
