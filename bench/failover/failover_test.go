@@ -1,0 +1,45 @@
+package failover
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	MaybeChild()
+	os.Exit(m.Run())
+}
+
+// TestKeelFailover kills the master of a two-broker group under load, for
+// both replication plugins: a new master answers SEND_OK within the wait,
+// the consumer resumes, and with sync replication no acknowledged message
+// is lost.
+func TestKeelFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts six keel processes")
+	}
+	for _, repl := range []string{ReplicationAsync, ReplicationSync} {
+		t.Run(repl, func(t *testing.T) {
+			r, err := RunKeel(context.Background(), KeelSpec{Dir: t.TempDir(), Replication: repl, Producers: 4, BodyBytes: 64, Queues: 2,
+				Before: time.Second, After: time.Second, MaxWait: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %+v", repl, *r)
+			if r.FirstOKMs < 0 || r.FirstStoredMs < 0 || r.FirstStoredMs > r.FirstOKMs {
+				t.Fatalf("first stored %v ms, first SEND_OK %v ms: want both, stored no later", r.FirstStoredMs, r.FirstOKMs)
+			}
+			if r.ConsumerResumeMs < 0 {
+				t.Fatal("the consumer never received a message sent after the kill")
+			}
+			if r.Acked == 0 {
+				t.Fatal("nothing acknowledged")
+			}
+			if repl == ReplicationSync && r.AckedLost != 0 {
+				t.Fatalf("sync replication lost %d of %d acknowledged messages", r.AckedLost, r.Acked)
+			}
+		})
+	}
+}
