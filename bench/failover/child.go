@@ -24,10 +24,11 @@ const ChildEnv = "KEEL_BENCH_FAILOVER_CHILD"
 // serves.
 const readyLine = "ready"
 
-// childSpec is a node to run: the empty profile plus Sets (`keel serve
-// --set` syntax).
+// childSpec is a node to run: a keel node from the empty profile plus
+// Sets (`keel serve --set` syntax), or with NATS set a nats-server.
 type childSpec struct {
-	Sets []string `json:"sets"`
+	Sets []string   `json:"sets,omitempty"`
+	NATS *natsChild `json:"nats,omitempty"`
 }
 
 // MaybeChild runs a failover node and exits if this process was started
@@ -52,6 +53,9 @@ func child(js string) error {
 	if err := json.Unmarshal([]byte(js), &spec); err != nil {
 		return fmt.Errorf("decode %s: %w", ChildEnv, err)
 	}
+	if spec.NATS != nil {
+		return natsNode(*spec.NATS)
+	}
 	prof, err := profile.LoadBytes("failover.toml", []byte("schema = 1\n"), spec.Sets)
 	if err != nil {
 		return fmt.Errorf("load profile: %w", err)
@@ -64,6 +68,18 @@ func child(js string) error {
 		return fmt.Errorf("start node: %w", err)
 	}
 	fmt.Println(readyLine)
+	waitForStop()
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.Stop(sctx); err != nil {
+		return fmt.Errorf("stop node: %w", err)
+	}
+	return nil
+}
+
+// waitForStop returns on SIGTERM or interrupt, or when standard input
+// closes (the parent is gone).
+func waitForStop() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
 	gone := make(chan struct{})
@@ -75,10 +91,4 @@ func child(js string) error {
 	case <-stop:
 	case <-gone:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := n.Stop(sctx); err != nil {
-		return fmt.Errorf("stop node: %w", err)
-	}
-	return nil
 }

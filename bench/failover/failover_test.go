@@ -43,3 +43,23 @@ func TestKeelFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestNATSFailover shuts down the JetStream R3 stream leader's server
+// under load: a publish is acknowledged again within the wait and no
+// acknowledged message is lost.
+func TestNATSFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-server NATS cluster")
+	}
+	r, err := RunNATS(context.Background(), NATSSpec{Dir: t.TempDir(), Producers: 4, BodyBytes: 64, Before: time.Second, After: time.Second, MaxWait: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", *r)
+	if r.FirstOKMs < 0 || r.Acked == 0 {
+		t.Fatalf("first ack %v ms after the shutdown, %d acked: want a new ack", r.FirstOKMs, r.Acked)
+	}
+	if r.AckedLost != 0 {
+		t.Fatalf("JetStream R3 lost %d of %d acknowledged messages", r.AckedLost, r.Acked)
+	}
+}

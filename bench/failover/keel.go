@@ -142,14 +142,14 @@ func startCluster(ctx context.Context, s KeelSpec) (*cluster, error) {
 	c.aSets, c.bSets = broker("broker-1", ad[3], ad[4]), broker("broker-2", ad[5], ad[6])
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if c.ctl, err = startProc(sctx, "controller", ctlSets); err != nil {
+	if c.ctl, err = startProc(sctx, "controller", childSpec{Sets: ctlSets}); err != nil {
 		return nil, err
 	}
-	if c.a, err = startProc(sctx, "broker 1", c.aSets); err != nil {
+	if c.a, err = startProc(sctx, "broker 1", childSpec{Sets: c.aSets}); err != nil {
 		c.close()
 		return nil, err
 	}
-	if c.b, err = startProc(sctx, "broker 2", c.bSets); err != nil {
+	if c.b, err = startProc(sctx, "broker 2", childSpec{Sets: c.bSets}); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 	// The old master comes back at once on its store, as a slave.
 	restarted := make(chan error, 1)
 	go func() {
-		p, err := startProc(lctx, "broker 1 (restarted)", c.aSets)
+		p, err := startProc(lctx, "broker 1 (restarted)", childSpec{Sets: c.aSets})
 		if err == nil {
 			c.mu.Lock()
 			c.extra = append(c.extra, p)
@@ -413,6 +413,7 @@ func (l *load) produce(ctx context.Context, p int) {
 		}
 		seq++
 		id := wire.MessageID(p, seq)
+		sent := time.Now()
 		resp, err := c.call(sendCommand(topic, p%l.s.Queues, id, l.body), 10*time.Second)
 		now := time.Now()
 		if err != nil {
@@ -426,7 +427,8 @@ func (l *load) produce(ctx context.Context, p int) {
 			continue
 		}
 		st := wire.StatusOf(resp.Code)
-		after := l.since(now) > 0 && c.addr != l.oldAddr
+		// Only a request sent after the kill, to another broker, shows the new master.
+		after := l.since(sent) > 0 && c.addr != l.oldAddr
 		if after && wire.Stored(st) {
 			l.firstStored.CompareAndSwap(0, l.since(now))
 		}

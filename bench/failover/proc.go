@@ -50,15 +50,15 @@ func (p *proc) log() string {
 	return s
 }
 
-// startProc starts a node with the empty profile plus sets in its own
+// startProc starts a node as spec says in its own
 // process group and waits (until ctx ends or the child exits) until it
 // prints readyLine. On failure the child is killed and waited for.
-func startProc(ctx context.Context, name string, sets []string) (*proc, error) {
+func startProc(ctx context.Context, name string, spec childSpec) (*proc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("failover: find this executable: %w", err)
 	}
-	js, err := json.Marshal(childSpec{Sets: sets})
+	js, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
