@@ -44,7 +44,7 @@ func parseStatus(sc *bufio.Scanner) (rss, anon int64) {
 			continue
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
+		if err != nil || n < 0 || n > 1<<40 { // not a size in kB
 			continue
 		}
 		switch k {
