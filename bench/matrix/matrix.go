@@ -70,6 +70,10 @@
 //	timer_window = "60s"
 //	tx_duration  = "10s"
 //
+//	[failover]               # kill -9 a master under load (FailoverConfig)
+//	replication = ["async", "sync"]
+//	nats        = true       # JetStream R3, stream leader killed
+//
 // Several [[matrix]] blocks may be given; the cells are the union of their
 // cross products, each distinct cell once, in file order. Decoding is
 // strict: an unknown key, a value of the wrong type or a value outside the
@@ -265,6 +269,8 @@ type Config struct {
 	Wire     WireConfig            `toml:"wire"`
 	// Semantics is the [semantics] section (SemanticsConfig).
 	Semantics SemanticsConfig `toml:"semantics"`
+	// Failover is the [failover] section (FailoverConfig).
+	Failover FailoverConfig `toml:"failover"`
 }
 
 // CeilingConfig configures the raw-disk probes.
@@ -557,6 +563,7 @@ func (c *Config) fill() {
 	}
 	defInt(&w.Repeats, c.Repeats)
 	c.Semantics.fill()
+	c.Failover.fill()
 }
 
 // Limits of numeric settings.
@@ -671,6 +678,7 @@ func (c *Config) Validate(cat Catalog) error {
 		bad("wire.repeats: %d, want >= 1", w.Repeats)
 	}
 	c.Semantics.validate(bad)
+	c.Failover.validate(bad)
 	return errors.Join(errs...)
 }
 
@@ -727,7 +735,8 @@ func (c *Config) BodySizes() []int {
 // of at most 100ms, ceiling runs at most 500ms, cells, peers and wire repeat
 // exactly 3 times, recovery keeps its two smallest sizes and its
 // smallest body size, with one repeat each, and the semantics part is
-// trimmed as SemanticsConfig's quick says. The matrix axes are not
+// trimmed as SemanticsConfig's quick says (the failover part as
+// FailoverConfig's). The matrix axes are not
 // changed.
 func (c *Config) Quick() *Config {
 	q := *c
@@ -751,6 +760,7 @@ func (c *Config) Quick() *Config {
 	q.Wire.Duration = Duration(min(c.Wire.Duration.D(), time.Second))
 	q.Wire.Repeats = 3
 	q.Semantics = c.Semantics.quick()
+	q.Failover = c.Failover.quick()
 	return &q
 }
 
@@ -775,6 +785,7 @@ func (c *Config) Estimate() time.Duration {
 	t += time.Duration(peers*len(c.Peers.Producers)*len(c.Peers.BodyBytes)*c.Peers.Repeats) * c.Peers.Duration.D()
 	t += time.Duration(c.WireRuns()) * (c.Wire.Duration.D() + c.Warmup.D())
 	t += c.Semantics.estimate()
+	t += c.Failover.estimate(c.FailoverRuns())
 	return t
 }
 
