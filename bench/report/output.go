@@ -216,6 +216,13 @@ func (r *Results) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 		writeSemanticsTable(w, r.Semantics)
 	}
+	if len(r.Failover) > 0 {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		writeFailoverTable(w, r.Failover)
+	}
 	if len(r.Recovery) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
 		fmt.Fprintln(tw, "RECOVERY\tSTATUS\tSTORE\tREADY\tDISPATCHED\tACKED LOST\tSCANNED\tSLOWEST PHASE (ms)")
@@ -390,6 +397,9 @@ func (r *Results) WriteMarkdown(w io.Writer, chartPrefix string) error {
 
 	if r.Semantics != nil {
 		writeSemanticsMD(p, r.Semantics)
+	}
+	if len(r.Failover) > 0 {
+		writeFailoverMD(p, r.Failover)
 	}
 
 	p("## Recovery\n\n")

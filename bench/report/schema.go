@@ -46,6 +46,10 @@ type Results struct {
 	// sends (package bench/semantics); nil when the part did not run.
 	// Added within schema version 1.
 	Semantics *Semantics `json:"semantics,omitempty"`
+	// Failover has the failover part (package bench/failover): keel's
+	// master killed under load beside NATS JetStream R3; absent when the
+	// part did not run. Added within schema version 1.
+	Failover []Failover `json:"failover,omitempty"`
 	// Notes are things the reader must know (skipped peers, skipped
 	// cells, ...).
 	Notes []string `json:"notes"`
