@@ -61,32 +61,12 @@ func RunPart(ctx context.Context, c matrix.SemanticsConfig, o PartOptions) *repo
 	var txs txAcc
 	for rep := range c.Repeats {
 		if t := out.Timers; t != nil {
-			switch {
-			case perr != nil:
-				t.Status, t.Note = "error", perr.Error()
-				r.skip()
-			case t.Status != "":
-				r.skip()
-			default:
-				r.step(fmt.Sprintf("semantics timers %d over %v run %d/%d", c.Timers, c.TimerWindow.D(), rep+1, c.Repeats))
-				if err := r.timerRound(ctx, rep, &timers); err != nil {
-					t.Status, t.Note = "error", err.Error()
-				}
-			}
+			r.round(&t.Status, &t.Note, perr, fmt.Sprintf("semantics timers %d over %v run %d/%d", c.Timers, c.TimerWindow.D(), rep+1, c.Repeats),
+				func() error { return r.timerRound(ctx, rep, &timers) })
 		}
 		if x := out.Transactions; x != nil {
-			switch {
-			case perr != nil:
-				x.Status, x.Note = "error", perr.Error()
-				r.skip()
-			case x.Status != "":
-				r.skip()
-			default:
-				r.step(fmt.Sprintf("semantics transactions %v run %d/%d", c.TxDuration.D(), rep+1, c.Repeats))
-				if err := r.txRound(ctx, rep, &txs); err != nil {
-					x.Status, x.Note = "error", err.Error()
-				}
-			}
+			r.round(&x.Status, &x.Note, perr, fmt.Sprintf("semantics transactions %v run %d/%d", c.TxDuration.D(), rep+1, c.Repeats),
+				func() error { return r.txRound(ctx, rep, &txs) })
 		}
 		if ctx.Err() != nil {
 			return out
@@ -107,6 +87,25 @@ type runner struct {
 	o    PartOptions
 	path string
 	n    int // runs so far, for directory names
+}
+
+// round runs one round of an entry whose status and note are *status
+// and *note: skipped once the entry failed (or its profile was not
+// found, perr), otherwise announced with msg and run; a failure marks the
+// entry "error".
+func (r *runner) round(status, note *string, perr error, msg string, run func() error) {
+	switch {
+	case *status != "":
+		r.skip()
+	case perr != nil:
+		*status, *note = "error", perr.Error()
+		r.skip()
+	default:
+		r.step(msg)
+		if err := run(); err != nil {
+			*status, *note = "error", err.Error()
+		}
+	}
 }
 
 func (r *runner) step(msg string) {
