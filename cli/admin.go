@@ -16,8 +16,10 @@ func (a *app) admin(args []string) error {
 		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]\n%s", adminRemotingHelp)
 	}
 	switch args[0] {
-	case "topic", "group", "consumer", "cluster":
+	case "topic", "group", "consumer":
 		return a.adminRemoting(args[0], args[1:])
+	case "cluster":
+		return a.adminCluster(args[1:]) // status, elect; the rest through adminRemoting
 	}
 	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
 	addr := fs.String("admin", profile.DefaultAdminAddr, "admin API `address`")

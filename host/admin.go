@@ -19,7 +19,8 @@ type adminServer struct {
 //
 //	GET  /metrics            Prometheus text (node, replicas, plugins)
 //	GET  /status             JSON: role, epoch, offsets, plugins, replicas
-//	GET  /query?topic=&key=[&begin=&end=&max=]   messages by key (needs an index)
+//	GET  /admin/cluster      JSON: the controller's view, or this broker's in cluster mode
+//	GET  /query?topic=&key=[&begin=&end=&max=]   messages by key (needs an index; broker only, as the rest below)
 //	GET  /message?id=<offset msg id>             one message by id
 //	POST /admin/promote      make this slave the master with a new epoch
 //	POST /admin/force-writes lift a replication write fence
@@ -57,6 +58,7 @@ func (a *adminAPI) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", a.metrics)
 	mux.HandleFunc("GET /status", a.status)
+	mux.HandleFunc("GET /admin/cluster", a.cluster)
 	if a.n.prof.HasRole(roleBroker) { // the store's endpoints
 		mux.HandleFunc("GET /query", a.query)
 		mux.HandleFunc("GET /message", a.message)

@@ -54,8 +54,15 @@ type clusterMember struct {
 	changes chan struct{}
 
 	mu       sync.Mutex
-	serving  bool  // the node serves: apply role changes (before: startup decides)
-	stopping bool  // stop was called
+	serving  bool // the node serves: apply role changes (before: startup decides)
+	stopping bool // stop was called
+	// altered is the SyncStateSet this master's last accepted proposal
+	// committed (newer than the agent's view until the next heartbeat).
+	altered struct {
+		set         []int64
+		epoch       int32
+		masterEpoch int32
+	}
 	leasedOK bool  // the last lease verdict the write gate saw
 	proposed int32 // the SyncStateSet epoch of the last proposal, to avoid repeats
 }
@@ -176,6 +183,7 @@ func (c *clusterMember) serve() {
 			case <-t.C:
 				c.checkLease()
 				c.proposeSyncStateSet(ctx)
+				c.gateFewer()
 			}
 		}
 	}()
@@ -315,8 +323,45 @@ func (c *clusterMember) proposeSyncStateSet(ctx context.Context) {
 	}
 	c.mu.Lock()
 	c.proposed = ep
+	c.altered.set, c.altered.epoch, c.altered.masterEpoch = want, ep, g.MasterEpoch
 	c.mu.Unlock()
+	c.gateFewer()
 	n.log.Info("cluster mode: SyncStateSet changed", "set", want, "epoch", ep)
+}
+
+// gateFewer applies Kafka's rule to a replication policy that lets acks
+// proceed with fewer in-sync replicas (min_in_sync_replicas below
+// wait_replicas): a shrunk in-sync set counts for acks only once the
+// controller committed it, so an ack always means "held by every member
+// the controller could elect". AllowFewer is withheld until the committed
+// SyncStateSet holds fewer replicas than wait_replicas.
+func (c *clusterMember) gateFewer() {
+	n := c.n
+	if n.slave.Load() || n.repl == nil || n.host == nil {
+		return
+	}
+	want := n.repl.AckPolicy()
+	if !want.AllowFewer {
+		return
+	}
+	id, g, ok := c.state()
+	set := g.SyncStateSet
+	c.mu.Lock()
+	if c.altered.epoch > g.SyncStateSetEpoch && c.altered.masterEpoch == g.MasterEpoch {
+		set = c.altered.set // committed by our own proposal, newer than the last heartbeat's view
+	}
+	c.mu.Unlock()
+	// Allowed once the committed set is smaller than an ack would need:
+	// the replicas missing from it can no longer be elected. It changes
+	// only with the controller's set, never with the in-sync count, so no
+	// ack slips through between a replica dropping out and the shrink.
+	if allowed := ok && g.MasterID == id && len(set)-1 < want.WaitReplicas; !allowed {
+		want.AllowFewer, want.MinReplicas = false, 0
+	}
+	if n.replicationPolicy().AllowFewer != want.AllowFewer {
+		n.setReplicationPolicy(want)
+		n.log.Info("cluster mode: acks with fewer in-sync replicas", "allowed", want.AllowFewer, "sync_state_set", g.SyncStateSet, "in_sync", n.host.InSync())
+	}
 }
 
 // stop stops heartbeating and acting on changes.

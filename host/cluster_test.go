@@ -11,7 +11,12 @@ import (
 
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/profile"
+	replicationsync "github.com/keelmq/keel/plugins/replication-sync"
+	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/storehost"
 )
+
+type storehostAckStatus = storehost.AckStatus
 
 // freeAddr is a 127.0.0.1 address nothing listens on now.
 func freeAddr(t *testing.T) string {
@@ -121,4 +126,80 @@ func TestClusterModeElectsFollowsAndFailsOver(t *testing.T) {
 	if _, err := a2.Promote(context.Background()); err == nil {
 		t.Fatal("a manual promotion in cluster mode was accepted")
 	}
+}
+
+// clusterCatalog is testCatalog with the sync replicator.
+func clusterCatalog() *Catalog {
+	c := testCatalog()
+	c.Add(sdk.KindReplication, "sync", func() sdk.Plugin { return replicationsync.New() })
+	return c
+}
+
+// TestClusterMinInSyncAcksAloneOnlyAfterTheControllerShrinks: under sync
+// replication with min_in_sync_replicas = 0, a master whose slave stops
+// acknowledges alone, but only once the controller has committed the
+// SyncStateSet without the slave: before that, sends answer
+// SLAVE_NOT_AVAILABLE.
+func TestClusterMinInSyncAcksAloneOnlyAfterTheControllerShrinks(t *testing.T) {
+	ctl := startClusterNode(t, `server.roles=["namesrv","controller"]`, "server.namesrv_addr=127.0.0.1:0",
+		"controller.addr=127.0.0.1:0", "controller.raft_addr="+freeAddr(t), "admin.addr=127.0.0.1:0",
+		"store.dir="+t.TempDir())
+	broker := func(dir, ha string) []string {
+		return []string{`server.roles=["broker"]`, `server.namesrv_addrs=["` + ctl.Addr("namesrv") + `"]`,
+			`controller.addrs=["` + ctl.Addr("controller") + `"]`, "server.broker_addr=127.0.0.1:0",
+			"server.ha_addr=" + ha, "admin.addr=127.0.0.1:0", "store.dir=" + dir, "store.segment_size=1MiB",
+			"store.max_message_size=64KiB", "index.plugin=none", "flush.plugin=async", "replication.plugin=sync",
+			"replication.config.min_in_sync_replicas=0", "replication.config.max_lag_time=300ms",
+			"replication.config.heartbeat_interval=100ms", "replication.config.reconnect_backoff_max=200ms",
+			"store.disk_max_used_ratio=0.97", "store.disk_clean_forcibly_ratio=0.98", "store.disk_warning_ratio=0.99"}
+	}
+	startWith := func(sets []string) *Node {
+		t.Helper()
+		p, err := profile.LoadBytes("cluster.toml", []byte("schema = 1\n"), sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := Start(context.Background(), p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: clusterCatalog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop(context.Background()) })
+		return n
+	}
+	a := startWith(broker(t.TempDir(), freeAddr(t)))
+	b := startWith(broker(t.TempDir(), freeAddr(t)))
+	ack := func() storehostAckStatus {
+		r, err := a.store.Append(&record.Message{Topic: "ClusterMin", Body: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan storehostAckStatus, 1)
+		a.host.Ack(a.ackPolicy(), r.End(), func(st storehostAckStatus) { got <- st })
+		return <-got
+	}
+	waitUntil(t, 10*time.Second, "a writable with b in its SyncStateSet", func() bool {
+		_, g, _ := a.cluster.state()
+		return a.WriteRefusal() == "yes" && len(g.SyncStateSet) == 2 && a.host.InSync() == 1
+	})
+	if st := ack(); st.String() != "SEND_OK" {
+		t.Fatalf("with the slave in sync: %v", st)
+	}
+	b.Stop(context.Background())
+	var sawRefusal bool
+	waitUntil(t, 10*time.Second, "a to ack alone", func() bool {
+		st := ack()
+		if st.String() == "SEND_OK" && a.host.InSync() == 0 {
+			// The controller's own state (the broker's view may lag).
+			g, _ := ctl.ctl.Group(a.cluster.key)
+			if len(g.SyncStateSet) != 1 {
+				t.Fatalf("acked alone while the controller's SyncStateSet is still %v", g.SyncStateSet)
+			}
+			return true
+		}
+		if st.String() == "SLAVE_NOT_AVAILABLE" {
+			sawRefusal = true
+		}
+		return false
+	})
+	t.Logf("refused before the shrink was committed: %v", sawRefusal)
 }

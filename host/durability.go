@@ -96,7 +96,11 @@ func Durability(role string, fp sdk.FlushPolicy, r Replication, flushName string
 		ack = append(ack, fmt.Sprintf("after fdatasync on this machine (FLUSH_DISK_TIMEOUT after %s, message kept)", fp.Timeout))
 	}
 	if rp.WaitReplicas > 0 {
-		ack = append(ack, fmt.Sprintf("after %d replica(s) acknowledged it (FLUSH_SLAVE_TIMEOUT after %s; SLAVE_NOT_AVAILABLE at once with fewer in sync; %s)", rp.WaitReplicas, rp.Timeout, r.replicaHolds()))
+		fewer := "SLAVE_NOT_AVAILABLE at once with fewer in sync"
+		if rp.AllowFewer {
+			fewer = fmt.Sprintf("with fewer in sync but at least %d, after those; with none and min_in_sync_replicas 0, without any replica; SLAVE_NOT_AVAILABLE below that", rp.MinReplicas)
+		}
+		ack = append(ack, fmt.Sprintf("after %d replica(s) acknowledged it (FLUSH_SLAVE_TIMEOUT after %s; %s; %s)", rp.WaitReplicas, rp.Timeout, fewer, r.replicaHolds()))
 	}
 	if len(ack) == 0 {
 		ack = append(ack, "as soon as it is written to the page cache (no durability wait)")

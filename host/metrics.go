@@ -123,6 +123,7 @@ func (m *nodeMetrics) write(w io.Writer, n *Node) {
 	vm.WriteProcessMetrics(w)
 	vm.WriteFDMetrics(w)
 	n.writeControllerMetrics(w)
+	writeClusterMetrics(w, n)
 	if n.host != nil {
 		for _, r := range n.host.Replication().Replicas {
 			fmt.Fprintf(w, "keel_replica_lag_bytes{replica=%q} %d\n", r.ID, r.LagBytes)

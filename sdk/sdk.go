@@ -262,6 +262,20 @@ type ReplicationPolicy struct {
 	// VisibleAfterReplicated: consumers on the master see only records
 	// AckedOffset covers.
 	VisibleAfterReplicated bool
+	// AllowFewer relaxes the SLAVE_NOT_AVAILABLE rule (Kafka's
+	// min.insync.replicas, RocketMQ 5's minInSyncReplicas): while fewer
+	// than WaitReplicas but at least MinReplicas replicas are in sync,
+	// an ack waits for AckedOffset as the replicator computes it with the
+	// replicas it has (the replicator's rule must then count them), and
+	// with no replica in sync (MinReplicas 0) for no replica at all: the
+	// master alone holds the record. False (the zero value): exactly
+	// WaitReplicas, as above. The host may withhold it while it cannot
+	// show that the replicas gone are also out of the controller's
+	// SyncStateSet (cluster mode).
+	AllowFewer bool
+	// MinReplicas is the fewest in-sync replicas with which acks proceed
+	// under AllowFewer, 0 to WaitReplicas-1.
+	MinReplicas int
 }
 
 // ReplicationState is a replicator's progress report.

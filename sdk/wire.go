@@ -17,7 +17,8 @@ func flushPolicyToPB(p FlushPolicy) *pluginpb.FlushPolicy {
 }
 
 func replicationPolicyToPB(p ReplicationPolicy) *pluginpb.ReplicationPolicy {
-	return &pluginpb.ReplicationPolicy{WaitReplicas: int32(p.WaitReplicas), TimeoutNanos: int64(p.Timeout), VisibleAfterReplicated: p.VisibleAfterReplicated}
+	return &pluginpb.ReplicationPolicy{WaitReplicas: int32(p.WaitReplicas), TimeoutNanos: int64(p.Timeout), VisibleAfterReplicated: p.VisibleAfterReplicated,
+		AllowFewer: p.AllowFewer, MinReplicas: int32(p.MinReplicas)}
 }
 
 func recordFromPB(r *pluginpb.Record) Record {

@@ -484,6 +484,8 @@ type ReplicationPolicy struct {
 	WaitReplicas           int32                  `protobuf:"varint,1,opt,name=wait_replicas,json=waitReplicas,proto3" json:"wait_replicas,omitempty"`
 	TimeoutNanos           int64                  `protobuf:"varint,2,opt,name=timeout_nanos,json=timeoutNanos,proto3" json:"timeout_nanos,omitempty"`
 	VisibleAfterReplicated bool                   `protobuf:"varint,3,opt,name=visible_after_replicated,json=visibleAfterReplicated,proto3" json:"visible_after_replicated,omitempty"`
+	AllowFewer             bool                   `protobuf:"varint,4,opt,name=allow_fewer,json=allowFewer,proto3" json:"allow_fewer,omitempty"`
+	MinReplicas            int32                  `protobuf:"varint,5,opt,name=min_replicas,json=minReplicas,proto3" json:"min_replicas,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -537,6 +539,20 @@ func (x *ReplicationPolicy) GetVisibleAfterReplicated() bool {
 		return x.VisibleAfterReplicated
 	}
 	return false
+}
+
+func (x *ReplicationPolicy) GetAllowFewer() bool {
+	if x != nil {
+		return x.AllowFewer
+	}
+	return false
+}
+
+func (x *ReplicationPolicy) GetMinReplicas() int32 {
+	if x != nil {
+		return x.MinReplicas
+	}
+	return 0
 }
 
 // StartRequest names the GRPCBroker stream on which the host serves the
@@ -1599,11 +1615,14 @@ const file_keelplugin_proto_rawDesc = "" +
 	"wait_flush\x18\x01 \x01(\bR\twaitFlush\x12#\n" +
 	"\rtimeout_nanos\x18\x02 \x01(\x03R\ftimeoutNanos\x12.\n" +
 	"\x13visible_after_flush\x18\x03 \x01(\bR\x11visibleAfterFlush\x12!\n" +
-	"\fwrite_buffer\x18\x04 \x01(\bR\vwriteBuffer\"\x97\x01\n" +
+	"\fwrite_buffer\x18\x04 \x01(\bR\vwriteBuffer\"\xdb\x01\n" +
 	"\x11ReplicationPolicy\x12#\n" +
 	"\rwait_replicas\x18\x01 \x01(\x05R\fwaitReplicas\x12#\n" +
 	"\rtimeout_nanos\x18\x02 \x01(\x03R\ftimeoutNanos\x128\n" +
-	"\x18visible_after_replicated\x18\x03 \x01(\bR\x16visibleAfterReplicated\"4\n" +
+	"\x18visible_after_replicated\x18\x03 \x01(\bR\x16visibleAfterReplicated\x12\x1f\n" +
+	"\vallow_fewer\x18\x04 \x01(\bR\n" +
+	"allowFewer\x12!\n" +
+	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"4\n" +
 	"\fStartRequest\x12$\n" +
 	"\x0ehost_broker_id\x18\x01 \x01(\rR\fhostBrokerId\"\x1b\n" +
 	"\x05Bytes\x12\x12\n" +

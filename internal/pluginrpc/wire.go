@@ -24,7 +24,8 @@ func flushPolicyFromPB(p *pluginpb.FlushPolicy) sdk.FlushPolicy {
 }
 
 func replicationPolicyFromPB(p *pluginpb.ReplicationPolicy) sdk.ReplicationPolicy {
-	return sdk.ReplicationPolicy{WaitReplicas: int(p.GetWaitReplicas()), Timeout: time.Duration(p.GetTimeoutNanos()), VisibleAfterReplicated: p.GetVisibleAfterReplicated()}
+	return sdk.ReplicationPolicy{WaitReplicas: int(p.GetWaitReplicas()), Timeout: time.Duration(p.GetTimeoutNanos()), VisibleAfterReplicated: p.GetVisibleAfterReplicated(),
+		AllowFewer: p.GetAllowFewer(), MinReplicas: int(p.GetMinReplicas())}
 }
 
 // indexRequest encodes a batch with one allocation for all its records.

@@ -25,6 +25,7 @@
 //	secret = "..."
 //	[replication.config]
 //	wait_replicas = 1
+//	min_in_sync_replicas = 1        # 0: a master whose replicas are all gone acks alone
 //	timeout = "3s"
 //	ack_on = "received"             # or "flushed"
 //	visible_after_replicated = false
@@ -62,6 +63,7 @@ const (
 type Config struct {
 	replication.CommonConfig
 	WaitReplicas           int                  `toml:"wait_replicas"`
+	MinInSyncReplicas      *int                 `toml:"min_in_sync_replicas"`
 	Timeout                replication.Duration `toml:"timeout"`
 	AckOn                  string               `toml:"ack_on"`
 	VisibleAfterReplicated bool                 `toml:"visible_after_replicated"`
@@ -96,5 +98,12 @@ func options(cfg sdk.Config) (replication.Options, error) {
 	}
 	o := c.CommonConfig.Options()
 	o.WaitReplicas, o.Timeout, o.AckOn, o.VisibleAfterReplicated = c.WaitReplicas, c.Timeout.D(), c.AckOn, c.VisibleAfterReplicated
+	if c.MinInSyncReplicas != nil { // unset: never fewer than wait_replicas
+		if *c.MinInSyncReplicas < 0 || *c.MinInSyncReplicas > c.WaitReplicas {
+			return replication.Options{}, fmt.Errorf("%w: %s: replication.config.min_in_sync_replicas = %d is not allowed: want 0 to wait_replicas (%d)",
+				sdk.ErrInvalidConfig, cfg.File, *c.MinInSyncReplicas, c.WaitReplicas)
+		}
+		o.AllowFewer, o.MinInSyncReplicas = true, *c.MinInSyncReplicas
+	}
 	return o, nil
 }

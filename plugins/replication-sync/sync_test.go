@@ -67,6 +67,18 @@ func TestConfigure(t *testing.T) {
 					t.Fatalf("options %+v", o)
 				}
 			}},
+		{table: "min_in_sync_replicas = 0", check: func(t *testing.T, p *Plugin) {
+			if pol := p.AckPolicy(); !pol.AllowFewer || pol.MinReplicas != 0 || pol.WaitReplicas != 1 {
+				t.Fatalf("min_in_sync_replicas = 0: policy %+v, want AllowFewer with MinReplicas 0", pol)
+			}
+		}},
+		{table: "min_in_sync_replicas = 1", check: func(t *testing.T, p *Plugin) {
+			if pol := p.AckPolicy(); pol.AllowFewer {
+				t.Fatalf("min_in_sync_replicas = wait_replicas allows nothing fewer: policy %+v", pol)
+			}
+		}},
+		{table: "min_in_sync_replicas = 2", err: "min_in_sync_replicas = 2 is not allowed: want 0 to wait_replicas (1)"},
+		{table: "min_in_sync_replicas = -1", err: "min_in_sync_replicas"},
 		{table: "wait_replica = 1", err: "wait_replica"},
 		{table: "wait_replicas = 0", err: "wait_replicas"},
 		{table: "wait_replicas = \"one\"", err: "wait_replicas"},

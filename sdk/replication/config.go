@@ -66,6 +66,14 @@ type Options struct {
 	WaitReplicas int
 	// Timeout bounds such a wait (FLUSH_SLAVE_TIMEOUT).
 	Timeout time.Duration
+	// AllowFewer with MinInSyncReplicas below WaitReplicas lets acks
+	// proceed while fewer than WaitReplicas but at least MinInSyncReplicas
+	// replicas are in sync (waiting for all of those), and with
+	// MinInSyncReplicas 0 while none is: a master whose replicas are all
+	// gone acknowledges alone (Kafka's min.insync.replicas = 1). Without
+	// AllowFewer (the zero value): never fewer than WaitReplicas.
+	AllowFewer        bool
+	MinInSyncReplicas int
 	// VisibleAfterReplicated: consumers on the master see only records the
 	// acknowledged offset covers.
 	VisibleAfterReplicated bool
@@ -91,6 +99,12 @@ type Options struct {
 	// host applies: producers get SLAVE_NOT_AVAILABLE while the policy's
 	// Verdict.InSync is below it.
 	Policy Policy
+}
+
+// allowFewer reports whether MinInSyncReplicas lets acks proceed with
+// fewer than WaitReplicas in-sync replicas.
+func (o Options) allowFewer() bool {
+	return o.AllowFewer && o.WaitReplicas > 0 && o.MinInSyncReplicas >= 0 && o.MinInSyncReplicas < o.WaitReplicas
 }
 
 // WithDefaults returns o with zero fields set to their defaults.
@@ -158,6 +172,8 @@ func (o Options) validate(prefix string) error {
 		return bad("wait_replicas", "%d is not allowed: want 1..16", o.WaitReplicas)
 	case o.Timeout < time.Millisecond:
 		return bad("timeout", "%s is not allowed: want >= 1ms", o.Timeout)
+	case o.AllowFewer && (o.MinInSyncReplicas < 0 || o.MinInSyncReplicas > o.WaitReplicas):
+		return bad("min_in_sync_replicas", "%d is not allowed: want 0 to wait_replicas (%d)", o.MinInSyncReplicas, o.WaitReplicas)
 	case o.SyncMetaInterval < 10*time.Millisecond:
 		return bad("sync_meta_interval", "%s is not allowed: want >= 10ms", o.SyncMetaInterval)
 	case o.ReconnectBackoff < time.Millisecond:

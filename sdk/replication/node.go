@@ -26,6 +26,7 @@ type FullConfig struct {
 	CommonConfig
 	AckOn                  string   `toml:"ack_on"`
 	WaitReplicas           int      `toml:"wait_replicas"`
+	MinInSyncReplicas      *int     `toml:"min_in_sync_replicas"`
 	Timeout                Duration `toml:"timeout"`
 	VisibleAfterReplicated bool     `toml:"visible_after_replicated"`
 }
@@ -98,6 +99,9 @@ func (n *Node) Configure(ctx context.Context, cfg sdk.Config) error {
 func (fc FullConfig) Options() Options {
 	o := fc.CommonConfig.Options()
 	o.AckOn, o.WaitReplicas, o.Timeout, o.VisibleAfterReplicated = fc.AckOn, fc.WaitReplicas, fc.Timeout.D(), fc.VisibleAfterReplicated
+	if fc.MinInSyncReplicas != nil {
+		o.AllowFewer, o.MinInSyncReplicas = true, *fc.MinInSyncReplicas
+	}
 	return o
 }
 
@@ -136,7 +140,12 @@ func (n *Node) Options() Options { return n.opts }
 
 // AckPolicy implements sdk.Replicator.
 func (n *Node) AckPolicy() sdk.ReplicationPolicy {
-	return sdk.ReplicationPolicy{WaitReplicas: n.opts.WaitReplicas, Timeout: n.opts.Timeout, VisibleAfterReplicated: n.opts.VisibleAfterReplicated}
+	o := n.opts
+	p := sdk.ReplicationPolicy{WaitReplicas: o.WaitReplicas, Timeout: o.Timeout, VisibleAfterReplicated: o.VisibleAfterReplicated}
+	if o.allowFewer() {
+		p.AllowFewer, p.MinReplicas = true, o.MinInSyncReplicas
+	}
+	return p
 }
 
 // Start implements sdk.Plugin: it loads the node's state from DataDir and

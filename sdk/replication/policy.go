@@ -89,8 +89,15 @@ type Policy interface {
 // them), and every in-sync replica counts towards Verdict.InSync. N below
 // 1 counts as 1, so with WaitReplicas 0 (acks do not wait) the reported
 // offset is the highest acknowledgement.
+//
+// With Fewer set, fewer than N in-sync replicas still acknowledge when at
+// least Min of them (and one) are in sync: the offset every one of them
+// acknowledged (Options.MinInSyncReplicas; the host then waits for it,
+// sdk.ReplicationPolicy.AllowFewer).
 type InSyncReplicas struct {
-	N int
+	N     int
+	Fewer bool
+	Min   int
 }
 
 // Acknowledge implements Policy.
@@ -103,6 +110,9 @@ func (p InSyncReplicas) Acknowledge(committed int64, replicas []Replica) Verdict
 	}
 	v := Verdict{InSync: len(acks)}
 	n := max(1, p.N)
+	if p.Fewer && len(acks) < n && len(acks) >= max(1, p.Min) {
+		n = len(acks)
+	}
 	if len(acks) >= n {
 		slices.SortFunc(acks, func(a, b int64) int { return cmp.Compare(b, a) }) // highest first
 		v.Acked = acks[n-1]
@@ -111,4 +121,6 @@ func (p InSyncReplicas) Acknowledge(committed int64, replicas []Replica) Verdict
 }
 
 // defaultPolicy is the policy of a Node whose Options.Policy is nil.
-func defaultPolicy(o Options) Policy { return InSyncReplicas{N: o.WaitReplicas} }
+func defaultPolicy(o Options) Policy {
+	return InSyncReplicas{N: o.WaitReplicas, Fewer: o.allowFewer(), Min: o.MinInSyncReplicas}
+}

@@ -85,6 +85,9 @@ func TestPolicies(t *testing.T) {
 		{"zones 2", zoneAware{Zones: 2}, rs, replication.Verdict{Acked: 300, InSync: 2}},
 		{"zones 2, zone b lagging", zoneAware{Zones: 2}, []replication.Replica{rs[0], rs[1], rs[3]}, replication.Verdict{Acked: 0, InSync: 1}},
 		{"no replica", replication.InSyncReplicas{N: 1}, nil, replication.Verdict{}},
+		{"fewer allowed: 2 of 3 wanted, min 1", replication.InSyncReplicas{N: 4, Fewer: true, Min: 1}, rs, replication.Verdict{Acked: 300, InSync: 3}},
+		{"fewer allowed but below min", replication.InSyncReplicas{N: 4, Fewer: true, Min: 4}, rs, replication.Verdict{Acked: 0, InSync: 3}},
+		{"fewer allowed, none in sync", replication.InSyncReplicas{N: 1, Fewer: true}, nil, replication.Verdict{}},
 	} {
 		if got := c.p.Acknowledge(1000, slices.Clone(c.rs)); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)

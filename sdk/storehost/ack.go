@@ -65,6 +65,9 @@ func NewAckPolicy(f sdk.FlushPolicy, r sdk.ReplicationPolicy) AckPolicy {
 	if r.WaitReplicas > 0 && r.Timeout <= 0 {
 		r.Timeout = DefaultReplicationTimeout
 	}
+	if r.AllowFewer && (r.MinReplicas < 0 || r.MinReplicas >= r.WaitReplicas) {
+		r.AllowFewer, r.MinReplicas = false, 0 // nothing fewer to allow
+	}
 	return AckPolicy{Flush: f, Replication: r}
 }
 
@@ -73,15 +76,34 @@ func NewAckPolicy(f sdk.FlushPolicy, r sdk.ReplicationPolicy) AckPolicy {
 // waits for has happened, or too few replicas are in sync (the same
 // checks, in the same order, as Ack). ok is false when Ack would wait.
 func (h *Host) AckNow(p AckPolicy, end int64) (st AckStatus, ok bool) {
+	wait, refuse := p.replicas(h.InSync())
 	switch {
-	case p.Replication.WaitReplicas > 0 && h.InSync() < p.Replication.WaitReplicas:
+	case refuse:
 		return AckSlaveNotAvailable, true
 	case p.Flush.WaitFlush && h.store.Positions().Flushed < end:
 		return 0, false
-	case p.Replication.WaitReplicas > 0 && h.ConfirmOffset() < end:
+	case wait && h.ConfirmOffset() < end:
 		return 0, false
 	}
 	return AckOK, true
+}
+
+// replicas applies the replication policy to inSync replicas in sync:
+// whether an ack waits for the replicated offset, or is refused at once
+// (SLAVE_NOT_AVAILABLE). With WaitReplicas in sync (or more) it waits;
+// with fewer it is refused, unless AllowFewer and at least MinReplicas
+// are in sync: then it waits for those, or, with none, for nothing.
+func (p AckPolicy) replicas(inSync int) (wait, refuse bool) {
+	r := p.Replication
+	switch {
+	case r.WaitReplicas == 0:
+		return false, false
+	case inSync >= r.WaitReplicas:
+		return true, false
+	case !r.AllowFewer || inSync < r.MinReplicas:
+		return false, true
+	}
+	return inSync > 0, false
 }
 
 // Ack is the acknowledgement rule, the one the host's sends and the
@@ -89,10 +111,12 @@ func (h *Host) AckNow(p AckPolicy, end int64) (st AckStatus, ok bool) {
 // (exclusive), in this order:
 //
 //  1. if the replication policy waits for replicas and fewer than
-//     WaitReplicas are in sync: AckSlaveNotAvailable, at once;
+//     WaitReplicas are in sync: AckSlaveNotAvailable, at once (unless
+//     the policy AllowFewer and at least MinReplicas are: then step 3
+//     waits for those, or with none for nothing);
 //  2. if the flush policy waits: the flushed offset must reach end within
 //     Flush.Timeout, else AckFlushDiskTimeout;
-//  3. if the replication policy waits: the replicated offset must reach
+//  3. if the replication policy waits (and a replica is in sync): the replicated offset must reach
 //     end within Replication.Timeout counted from the call (so the flush
 //     wait uses part of it), else AckFlushSlaveTimeout;
 //  4. AckOK.
@@ -104,12 +128,13 @@ func (h *Host) AckNow(p AckPolicy, end int64) (st AckStatus, ok bool) {
 func (h *Host) Ack(p AckPolicy, end int64, done func(AckStatus)) {
 	start := time.Now()
 	rp := p.Replication
-	if rp.WaitReplicas > 0 && h.InSync() < rp.WaitReplicas {
+	wait, refuse := p.replicas(h.InSync())
+	if refuse {
 		done(AckSlaveNotAvailable)
 		return
 	}
 	replicated := func() {
-		if rp.WaitReplicas == 0 {
+		if !wait {
 			done(AckOK)
 			return
 		}
