@@ -13,7 +13,7 @@
 //	--quick        trim durations and repeats to finish in under 3 minutes
 //	               (matrix.Config.Quick)
 //	--skip LIST    comma-separated parts not to run: ceiling, cells, peers,
-//	               recovery, wire, semantics
+//	               recovery, wire, semantics, failover
 //	--scratch DIR  where benchmark stores live (default OUT/scratch; it must
 //	               be on the disk you want to measure), removed afterwards
 //	--plugin-dir DIR  where external plugin binaries are (keel-flush,
@@ -28,9 +28,10 @@
 //	bench.Main(os.Args[1:], bench.WithCatalog(myCatalog))
 //
 // The recovery workload re-executes the running program with the same
-// arguments and recovery.ChildEnv set; Main handles that case itself
-// (recovery.MaybeChild), so a main that forwards to Main needs nothing
-// else.
+// arguments and recovery.ChildEnv set, the failover part with
+// failover.ChildEnv set (its keel and NATS nodes); Main handles both cases
+// itself (recovery.MaybeChild, failover.MaybeChild), so a main that
+// forwards to Main needs nothing else.
 package bench
 
 import (
@@ -51,6 +52,7 @@ import (
 
 	"github.com/keelmq/keel/bench/ceiling"
 	"github.com/keelmq/keel/bench/engine"
+	"github.com/keelmq/keel/bench/failover"
 	"github.com/keelmq/keel/bench/hist"
 	"github.com/keelmq/keel/bench/matrix"
 	"github.com/keelmq/keel/bench/peers"
@@ -74,6 +76,10 @@ const (
 	// plain sends (the matrix's [semantics] section, package
 	// bench/semantics).
 	PartSemantics = "semantics"
+	// PartFailover is kill -9 of a cluster-mode master under load beside
+	// NATS JetStream R3 (the matrix's [failover] section, package
+	// bench/failover).
+	PartFailover = "failover"
 )
 
 // Options configures Run.
@@ -113,6 +119,7 @@ func WithCatalog(cat *host.Catalog) MainOption { return func(o *Options) { o.Cat
 // Main runs `keel bench` with args (the arguments after "bench").
 func Main(args []string, opts ...MainOption) error {
 	recovery.MaybeChild()
+	failover.MaybeChild()
 	var o Options
 	for _, opt := range opts {
 		opt(&o)
@@ -124,7 +131,7 @@ func Main(args []string, opts ...MainOption) error {
 	cfgPath := fl.String("config", "", "benchmark matrix TOML file (required), e.g. configs/bench/quick.toml")
 	out := fl.String("out", "bench-out", "output directory for results.json, results.csv, report.md and charts")
 	quick := fl.Bool("quick", false, "trim durations and repeats to finish in under 3 minutes")
-	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery, wire, semantics")
+	skip := fl.String("skip", "", "comma-separated parts to skip: ceiling, cells, peers, recovery, wire, semantics, failover")
 	scratch := fl.String("scratch", "", "directory for benchmark stores (default OUT/scratch)")
 	pluginDir := fl.String("plugin-dir", "", "directory holding external plugin binaries (keel-flush, keel-index-hash); default: next to this executable, ./bin, PATH")
 	if err := fl.Parse(args); err != nil {
@@ -152,8 +159,8 @@ func Main(args []string, opts ...MainOption) error {
 		if s == "" {
 			continue
 		}
-		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery, PartWire, PartSemantics}, s) {
-			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers, recovery, wire or semantics", s)
+		if !slices.Contains([]string{PartCeiling, PartCells, PartPeers, PartRecovery, PartWire, PartSemantics, PartFailover}, s) {
+			return fmt.Errorf("keel bench: --skip %q: want ceiling, cells, peers, recovery, wire, semantics or failover", s)
 		}
 		o.Skip[s] = true
 	}
@@ -258,6 +265,12 @@ func Run(ctx context.Context, cfg *matrix.Config, o Options) (*report.Results, e
 			return nil, ctx.Err()
 		}
 	}
+	if !o.Skip[PartFailover] && cfg.Failover.Enabled() {
+		res.Failover = failover.RunPart(ctx, cfg.Failover, failover.PartOptions{Scratch: o.Scratch, Step: pr.step, Result: pr.result, Skip: pr.skip})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	if !o.Skip[PartRecovery] {
 		res.Recovery = runRecovery(ctx, cfg, o, pr)
 		if ctx.Err() != nil {
@@ -300,6 +313,9 @@ func planSteps(cfg *matrix.Config, skip map[string]bool) int {
 	}
 	if !skip[PartSemantics] {
 		n += cfg.SemanticsRuns()
+	}
+	if !skip[PartFailover] {
+		n += cfg.FailoverRuns()
 	}
 	if !skip[PartRecovery] {
 		n += cfg.RecoveryRuns()

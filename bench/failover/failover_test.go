@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/keelmq/keel/bench/matrix"
 )
 
 func TestMain(m *testing.M) {
@@ -20,7 +22,7 @@ func TestKeelFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts six keel processes")
 	}
-	for _, repl := range []string{ReplicationAsync, ReplicationSync} {
+	for _, repl := range []string{matrix.FailoverAsync, matrix.FailoverSync} {
 		t.Run(repl, func(t *testing.T) {
 			r, err := RunKeel(context.Background(), KeelSpec{Dir: t.TempDir(), Replication: repl, Producers: 4, BodyBytes: 64, Queues: 2,
 				Before: time.Second, After: time.Second, MaxWait: 30 * time.Second})
@@ -37,9 +39,10 @@ func TestKeelFailover(t *testing.T) {
 			if r.Acked == 0 {
 				t.Fatal("nothing acknowledged")
 			}
-			if repl == ReplicationSync && r.AckedLost != 0 {
+			if repl == matrix.FailoverSync && r.AckedLost != 0 {
 				t.Fatalf("sync replication lost %d of %d acknowledged messages", r.AckedLost, r.Acked)
 			}
+			noChildren(t, "after the run")
 		})
 	}
 }
@@ -62,4 +65,5 @@ func TestNATSFailover(t *testing.T) {
 	if r.AckedLost != 0 {
 		t.Fatalf("JetStream R3 lost %d of %d acknowledged messages", r.AckedLost, r.Acked)
 	}
+	noChildren(t, "after the run")
 }

@@ -11,15 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keelmq/keel/bench/matrix"
 	"github.com/keelmq/keel/bench/wire"
 	"github.com/keelmq/keel/host/controller"
 	"github.com/keelmq/keel/host/remoting"
-)
-
-// Replication plugins the keel side runs.
-const (
-	ReplicationAsync = "async"
-	ReplicationSync  = "sync"
 )
 
 // The group's names (the profile's server.cluster and server.broker_name).
@@ -33,7 +28,7 @@ const (
 type KeelSpec struct {
 	// Dir holds the three nodes' stores; removed afterwards. Required.
 	Dir string
-	// Replication is ReplicationAsync or ReplicationSync.
+	// Replication is matrix.FailoverAsync or matrix.FailoverSync.
 	Replication string
 	// Producers send one message at a time each. Required, >= 1.
 	Producers int
@@ -56,8 +51,8 @@ func (s KeelSpec) check() error {
 	if s.Dir == "" {
 		return errors.New("failover: KeelSpec.Dir is required")
 	}
-	if s.Replication != ReplicationAsync && s.Replication != ReplicationSync {
-		return fmt.Errorf("failover: replication %q: want %q or %q", s.Replication, ReplicationAsync, ReplicationSync)
+	if s.Replication != matrix.FailoverAsync && s.Replication != matrix.FailoverSync {
+		return fmt.Errorf("failover: replication %q: want %q or %q", s.Replication, matrix.FailoverAsync, matrix.FailoverSync)
 	}
 	if s.Producers < 1 || s.BodyBytes < 1 || s.Queues < 1 {
 		return fmt.Errorf("failover: need Producers, BodyBytes and Queues >= 1 (got %d, %d, %d)", s.Producers, s.BodyBytes, s.Queues)

@@ -63,7 +63,9 @@ func startProc(ctx context.Context, name string, spec childSpec) (*proc, error) 
 		return nil, err
 	}
 	p := &proc{name: name, waited: make(chan struct{})}
-	p.cmd = exec.Command(exe)
+	// The same arguments: a main reaches MaybeChild through them (keel
+	// bench → bench.Main).
+	p.cmd = exec.Command(exe, os.Args[1:]...)
 	p.cmd.Env = append(os.Environ(), ChildEnv+"="+string(js))
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.cmd.Stderr = p
