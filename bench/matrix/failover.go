@@ -108,12 +108,12 @@ func (f FailoverConfig) validate(bad func(string, ...any)) {
 	}
 }
 
-// quick trims the part for --quick: one run each, at most 2s of load on
+// quick trims the part for --quick: one run each, at most 1s of load on
 // either side of the kill.
 func (f FailoverConfig) quick() FailoverConfig {
 	f.Repeats = 1
-	f.Before = Duration(min(f.Before.D(), 2*time.Second))
-	f.After = Duration(min(f.After.D(), 2*time.Second))
+	f.Before = Duration(min(f.Before.D(), time.Second))
+	f.After = Duration(min(f.After.D(), time.Second))
 	return f
 }
 

@@ -20,7 +20,7 @@ func TestFailoverSection(t *testing.T) {
 		t.Errorf("FailoverRuns %d, want 9 (async, sync, nats × 3)", c.FailoverRuns())
 	}
 	q := c.Quick()
-	if q.Failover.Repeats != 1 || q.Failover.Before.D() != 2*time.Second || q.Failover.After.D() != 2*time.Second || q.FailoverRuns() != 3 {
+	if q.Failover.Repeats != 1 || q.Failover.Before.D() != time.Second || q.Failover.After.D() != time.Second || q.FailoverRuns() != 3 {
 		t.Errorf("quick: %+v", q.Failover)
 	}
 	if c.Failover.Repeats != 3 {
