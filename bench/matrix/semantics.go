@@ -1,7 +1,6 @@
 package matrix
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -141,10 +140,4 @@ func (s SemanticsConfig) estimate() time.Duration {
 	}
 	t += 2 * s.TxDuration.D()
 	return t * time.Duration(s.Repeats)
-}
-
-// String describes the part in one line, for progress output.
-func (s SemanticsConfig) String() string {
-	return fmt.Sprintf("semantics %s: %d timers over %v, tx %v, p%d, %d B, %d repeat(s)", s.Profile, s.Timers, s.TimerWindow.D(),
-		s.TxDuration.D(), s.Producers, s.BodyBytes, s.Repeats)
 }
