@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/keelmq/keel/host/controller"
+	"github.com/keelmq/keel/host/remoting"
 )
 
 // This file holds the cluster-mode tests' helpers: a cluster of keel
@@ -401,18 +403,43 @@ func (c *testCluster) createTopic(topic string, groups ...string) {
 		}
 	}
 	for _, ns := range c.nsAddrs {
-		nsAdm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{ns})))
-		if err != nil {
-			t.Fatalf("NewAdmin: %v", err)
-		}
 		var n int
+		var err error
 		if werr := waitFor(15*time.Second, func() bool {
-			mqs, err := nsAdm.FetchPublishMessageQueues(ctx, topic)
-			n = len(mqs)
+			n, err = routeQueues(ns, topic)
 			return err == nil && n == wipedQueues*len(groups)
 		}); werr != nil {
-			t.Fatalf("name server %s routes %s to %d queues, want %d", ns, topic, n, wipedQueues*len(groups))
+			t.Fatalf("name server %s routes %s to %d write queues, want %d (%v)", ns, topic, n, wipedQueues*len(groups), err)
 		}
-		nsAdm.Close()
 	}
+}
+
+// routeQueues asks the name server at ns for topic's route
+// (GET_ROUTEINFO_BY_TOPIC) and returns its write queues over all groups.
+// The client libraries cache routes, so the tests ask by hand.
+func routeQueues(ns, topic string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := remoting.Call(ctx, ns, &remoting.Command{Code: remoting.CodeGetRouteInfoByTopic,
+		ExtFields: remoting.FieldsOf(map[string]string{"topic": topic})})
+	if err != nil {
+		return 0, err
+	}
+	if resp.Code != remoting.Success {
+		return 0, fmt.Errorf("route of %s: code %d %s", topic, resp.Code, resp.Remark)
+	}
+	var route struct {
+		QueueDatas []struct {
+			BrokerName     string `json:"brokerName"`
+			WriteQueueNums int    `json:"writeQueueNums"`
+		} `json:"queueDatas"`
+	}
+	if err := json.Unmarshal(resp.Body, &route); err != nil {
+		return 0, fmt.Errorf("route of %s: %w", topic, err)
+	}
+	n := 0
+	for _, q := range route.QueueDatas {
+		n += q.WriteQueueNums
+	}
+	return n, nil
 }

@@ -30,18 +30,30 @@ type clusterAck struct {
 // queue offset; other outcomes are counted, never retried by the test.
 type clusterLoad struct {
 	topic string
+	pause time.Duration
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
 	mu      sync.Mutex
+	senders int
 	acks    []clusterAck
 	notOK   map[string]int // status name or "error"
 	lastErr error
 }
 
 func startClusterLoad(p sender, topic string, senders int, pause time.Duration) *clusterLoad {
-	l := &clusterLoad{topic: topic, stop: make(chan struct{}), notOK: map[string]int{}}
-	for s := 0; s < senders; s++ {
+	l := &clusterLoad{topic: topic, pause: pause, stop: make(chan struct{}), notOK: map[string]int{}}
+	l.addSenders(p, senders)
+	return l
+}
+
+// addSenders starts n more sender goroutines on producer p.
+func (l *clusterLoad) addSenders(p sender, n int) {
+	l.mu.Lock()
+	first := l.senders
+	l.senders += n
+	l.mu.Unlock()
+	for s := first; s < first+n; s++ {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
@@ -49,10 +61,10 @@ func startClusterLoad(p sender, topic string, senders int, pause time.Duration) 
 				select {
 				case <-l.stop:
 					return
-				case <-time.After(pause):
+				case <-time.After(l.pause):
 				}
-				body := fmt.Sprintf("%s-s%d-%07d", topic, s, i)
-				m := primitive.NewMessage(topic, []byte(body))
+				body := fmt.Sprintf("%s-s%d-%07d", l.topic, s, i)
+				m := primitive.NewMessage(l.topic, []byte(body))
 				m.WithKeys([]string{body})
 				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 				res, err := p.SendSync(ctx, m)
@@ -64,7 +76,6 @@ func startClusterLoad(p sender, topic string, senders int, pause time.Duration) 
 			}
 		}()
 	}
-	return l
 }
 
 func (l *clusterLoad) record(body string, res *primitive.SendResult, err error) {
@@ -283,4 +294,31 @@ func fmtTimes(ts []time.Time) string {
 		s[i] = x.Format("15:04:05.000")
 	}
 	return fmt.Sprint(s)
+}
+
+// waitAcks waits until group acknowledged a send after since.
+func (l *clusterLoad) waitAcks(group string, since time.Time, d time.Duration) error {
+	if err := waitFor(d, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for i := len(l.acks) - 1; i >= 0 && l.acks[i].at.After(since); i-- {
+			if l.acks[i].group == group {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return fmt.Errorf("no SEND_OK from %s within %v after %s (%s)", group, d, since.Format("15:04:05.000"), l.summary())
+	}
+	return nil
+}
+
+// other is the group of groups that is not g (two groups).
+func other(groups []string, g string) string {
+	for _, x := range groups {
+		if x != g {
+			return x
+		}
+	}
+	return g
 }
