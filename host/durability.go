@@ -163,7 +163,7 @@ func lossOfMaster(role string, r Replication, replicated bool) string {
 // External plugin processes are started and killed again. Builtins are
 // looked up in cat (nil: none).
 func Check(ctx context.Context, p *profile.Profile, cat *Catalog) ([]DurabilityRow, error) {
-	n := &Node{prof: p, catalog: cat, role: p.Replication.Role, checkOnly: true}
+	n := &Node{prof: p, catalog: cat, role: p.Replication.Role, peer: p.Replication.MasterAddr, checkOnly: true}
 	if n.role == "" {
 		n.role = profile.RoleMaster
 	}
