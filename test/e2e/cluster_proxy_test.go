@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -13,7 +12,9 @@ import (
 
 // ctlProxy is an in-test TCP proxy between a broker and one controller's
 // remoting address that the test can cut (every connection closed, new
-// ones refused) and restore. haProxy is not enough here: a controller
+// ones refused), silence (connections stay open, nothing flows: a network
+// that drops packets) and heal (every connection closed, as TCP would give
+// up on a long partition, and new ones served). haProxy is not enough here: a controller
 // that does not lead answers CONTROLLER_NOT_LEADER with the leader's own
 // address (the controllerLeaderAddress header, also in the metadata
 // answer), and the broker's client follows it, around any proxy. So this
@@ -26,7 +27,8 @@ type ctlProxy struct {
 	upstream string
 
 	mu      sync.Mutex
-	cut     bool
+	cond    *sync.Cond
+	mode    int               // proxyUp, proxyPaused (silent), proxyCut
 	rewrite map[string]string // controller remoting address -> its proxy
 	conns   map[net.Conn]struct{}
 	wg      sync.WaitGroup
@@ -48,6 +50,7 @@ func startCtlProxies(t *testing.T, upstreams []string) []*ctlProxy {
 			t.Fatalf("controller proxy listen: %v", err)
 		}
 		p := &ctlProxy{t: t, ln: ln, upstream: u, rewrite: rewrite, conns: map[net.Conn]struct{}{}}
+		p.cond = sync.NewCond(&p.mu)
 		rewrite[u] = p.Addr()
 		ps = append(ps, p)
 	}
@@ -70,9 +73,9 @@ func (p *ctlProxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		cut := p.cut
+		mode := p.mode
 		p.mu.Unlock()
-		if cut {
+		if mode != proxyUp {
 			c.Close()
 			continue
 		}
@@ -82,7 +85,7 @@ func (p *ctlProxy) accept() {
 			continue
 		}
 		p.mu.Lock()
-		if p.cut {
+		if p.mode != proxyUp {
 			p.mu.Unlock()
 			c.Close()
 			u.Close()
@@ -93,9 +96,18 @@ func (p *ctlProxy) accept() {
 		p.wg.Add(2)
 		go func() { // broker -> controller: as is
 			defer p.wg.Done()
-			io.Copy(u, c)
-			c.Close()
-			u.Close()
+			defer c.Close()
+			defer u.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 && (!p.waitUp() || writeAll(u, buf[:n]) != nil) {
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
 		}()
 		go func() { // controller -> broker: frame by frame, rewritten
 			defer p.wg.Done()
@@ -112,7 +124,7 @@ func (p *ctlProxy) accept() {
 						cmd.SetExt(controllerLeaderAddressHeader, to)
 					}
 				}
-				if _, err := c.Write(cmd.AppendFrame(nil)); err != nil {
+				if !p.waitUp() || writeAll(c, cmd.AppendFrame(nil)) != nil {
 					return
 				}
 			}
@@ -120,18 +132,34 @@ func (p *ctlProxy) accept() {
 	}
 }
 
-// setCut cuts (true: closes every connection, refuses new ones) or
-// restores (false) the proxy.
-func (p *ctlProxy) setCut(cut bool) {
+func writeAll(c net.Conn, b []byte) error {
+	_, err := c.Write(b)
+	return err
+}
+
+// waitUp blocks while the proxy is silent; false means cut.
+func (p *ctlProxy) waitUp() bool {
 	p.mu.Lock()
-	p.cut = cut
+	defer p.mu.Unlock()
+	for p.mode == proxyPaused {
+		p.cond.Wait()
+	}
+	return p.mode == proxyUp
+}
+
+// setMode switches the proxy to mode (proxyUp, proxyPaused: silent,
+// proxyCut). Cutting, and leaving silence, close every connection.
+func (p *ctlProxy) setMode(mode int) {
+	p.mu.Lock()
 	var toClose []net.Conn
-	if cut {
+	if mode == proxyCut || p.mode == proxyPaused {
 		for c := range p.conns {
 			toClose = append(toClose, c)
 		}
 		p.conns = map[net.Conn]struct{}{}
 	}
+	p.mode = mode
+	p.cond.Broadcast()
 	p.mu.Unlock()
 	for _, c := range toClose {
 		c.Close()
@@ -140,7 +168,7 @@ func (p *ctlProxy) setCut(cut bool) {
 
 func (p *ctlProxy) close() {
 	p.ln.Close()
-	p.setCut(true)
+	p.setMode(proxyCut)
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
