@@ -17,6 +17,11 @@ import (
 	"github.com/keelmq/keel/host/remoting"
 )
 
+// clientTimeout bounds the wait for one response: rocketmq-client-go's
+// default send timeout. It matters when the master hangs (crash "pause"):
+// a killed master's connections close at once.
+const clientTimeout = 3 * time.Second
+
 // rconn is one remoting connection with one request in flight at a time.
 type rconn struct {
 	addr   string
@@ -170,7 +175,7 @@ func pull(c *rconn, topic string, q int, off int64, max int) ([]pulled, int64, e
 		"suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG"} {
 		cmd.SetExt(k, v)
 	}
-	resp, err := c.call(cmd, 5*time.Second)
+	resp, err := c.call(cmd, clientTimeout)
 	if err != nil {
 		return nil, off, err
 	}

@@ -15,16 +15,18 @@ func TestMain(m *testing.M) {
 }
 
 // TestKeelFailover kills the master of a two-broker group under load, for
-// both replication plugins: a new master answers SEND_OK within the wait,
+// both replication plugins, and pauses it under sync replication: a new master answers SEND_OK within the wait,
 // the consumer resumes, and with sync replication no acknowledged message
 // is lost.
 func TestKeelFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts six keel processes")
 	}
-	for _, repl := range []string{matrix.FailoverAsync, matrix.FailoverSync} {
-		t.Run(repl, func(t *testing.T) {
-			r, err := RunKeel(context.Background(), KeelSpec{Dir: t.TempDir(), Replication: repl, Producers: 4, BodyBytes: 64, Queues: 2,
+	for _, tc := range []struct{ repl, crash string }{{matrix.FailoverAsync, matrix.FailoverKill9}, {matrix.FailoverSync, matrix.FailoverKill9},
+		{matrix.FailoverSync, matrix.FailoverPause}} {
+		repl := tc.repl
+		t.Run(repl+"/"+tc.crash, func(t *testing.T) {
+			r, err := RunKeel(context.Background(), KeelSpec{Dir: t.TempDir(), Replication: repl, Crash: tc.crash, Producers: 4, BodyBytes: 64, Queues: 2,
 				Before: time.Second, After: time.Second, MaxWait: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)

@@ -30,6 +30,8 @@ type KeelSpec struct {
 	Dir string
 	// Replication is matrix.FailoverAsync or matrix.FailoverSync.
 	Replication string
+	// Crash is matrix.FailoverKill9 (default) or matrix.FailoverPause.
+	Crash string
 	// Producers send one message at a time each. Required, >= 1.
 	Producers int
 	// BodyBytes is the message body size. Required, >= 1.
@@ -37,10 +39,13 @@ type KeelSpec struct {
 	// Queues of the topic; producer p sends to queue p mod Queues.
 	// Required, >= 1.
 	Queues int
-	// Before is the load before the kill; After the load after the first
-	// SEND_OK from the new master. Both > 0.
+	// Before is the load before the kill; After the load once the new
+	// master answered SEND_OK and the consumer resumed (or MaxWait
+	// passed). Both > 0.
 	Before, After time.Duration
-	// MaxWait bounds the wait for the first SEND_OK after the kill. > 0.
+	// MaxWait bounds the wait, from the kill, for the first SEND_OK from
+	// the new master and the consumer's first message born after the
+	// kill. > 0.
 	MaxWait time.Duration
 	// HeartbeatTimeout is controller.heartbeat_timeout; 0 keeps keel's
 	// default.
@@ -53,6 +58,9 @@ func (s KeelSpec) check() error {
 	}
 	if s.Replication != matrix.FailoverAsync && s.Replication != matrix.FailoverSync {
 		return fmt.Errorf("failover: replication %q: want %q or %q", s.Replication, matrix.FailoverAsync, matrix.FailoverSync)
+	}
+	if s.Crash != "" && s.Crash != matrix.FailoverKill9 && s.Crash != matrix.FailoverPause {
+		return fmt.Errorf("failover: crash %q: want %q or %q", s.Crash, matrix.FailoverKill9, matrix.FailoverPause)
 	}
 	if s.Producers < 1 || s.BodyBytes < 1 || s.Queues < 1 {
 		return fmt.Errorf("failover: need Producers, BodyBytes and Queues >= 1 (got %d, %d, %d)", s.Producers, s.BodyBytes, s.Queues)
@@ -241,10 +249,28 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	ld.kill.Store(time.Now().UnixNano())
-	c.a.kill()
-	// The old master comes back at once on its store, as a slave.
+	if s.Crash == matrix.FailoverPause {
+		c.a.pause()
+	} else {
+		c.a.kill()
+	}
+	// The old master comes back on its store, as a slave: at once after
+	// a kill; a paused one is killed once the name server routes to the
+	// new master.
 	restarted := make(chan error, 1)
 	go func() {
+		if s.Crash == matrix.FailoverPause {
+			for {
+				if r, err := lookupRoute(lctx, c.nsrv, topic); err == nil && r.master == c.bAddr {
+					break
+				}
+				if !sleep(lctx, 20*time.Millisecond) {
+					restarted <- nil // no new master before the end: nothing to restart
+					return
+				}
+			}
+			c.a.kill()
+		}
 		p, err := startProc(lctx, "broker 1 (restarted)", childSpec{Sets: c.aSets})
 		if err == nil {
 			c.mu.Lock()
@@ -253,12 +279,8 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 		}
 		restarted <- err
 	}()
-	select {
-	case <-ld.firstOK:
-		sleep(ctx, s.After)
-	case <-time.After(s.MaxWait):
-	case <-ctx.Done():
-	}
+	awaitRecovery(ctx, time.Unix(0, ld.kill.Load()).Add(s.MaxWait), ld.firstOK, ld.resumedCh)
+	sleep(ctx, s.After)
 	stopLoad()
 	wg.Wait()
 	if err := <-restarted; err != nil && ctx.Err() == nil {
@@ -274,6 +296,23 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 	}
 	res.AckedLost = lost
 	return res, nil
+}
+
+// awaitRecovery waits until both channels are closed (the first ack
+// from the new leader, the consumer's first message born after the
+// kill), deadline passes or ctx ends.
+func awaitRecovery(ctx context.Context, deadline time.Time, acked, resumed <-chan struct{}) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for _, ch := range []<-chan struct{}{acked, resumed} {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -335,6 +374,10 @@ type load struct {
 	kill    atomic.Int64 // UnixNano of the kill, 0 before
 	firstOK chan struct{}
 	okOnce  sync.Once
+	// resumedCh is closed when the consumer first got a message born
+	// after the kill.
+	resumedCh  chan struct{}
+	resumeOnce sync.Once
 
 	firstStored, firstOKAt, resumed atomic.Int64 // ns after the kill, 0 not yet
 	errors                          atomic.Int64
@@ -346,7 +389,7 @@ type load struct {
 
 func newLoad(s KeelSpec, rt *router, oldAddr string) *load {
 	return &load{s: s, rt: rt, oldAddr: oldAddr, body: wire.Body(0, s.BodyBytes), firstOK: make(chan struct{}),
-		acked: make([][]uint64, s.Producers)}
+		resumedCh: make(chan struct{}), acked: make([][]uint64, s.Producers)}
 }
 
 func (l *load) start(ctx context.Context, wg *sync.WaitGroup) {
@@ -409,7 +452,7 @@ func (l *load) produce(ctx context.Context, p int) {
 		seq++
 		id := wire.MessageID(p, seq)
 		sent := time.Now()
-		resp, err := c.call(sendCommand(topic, p%l.s.Queues, id, l.body), 10*time.Second)
+		resp, err := c.call(sendCommand(topic, p%l.s.Queues, id, l.body), clientTimeout)
 		now := time.Now()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -501,6 +544,7 @@ func (l *load) consume(ctx context.Context, q int) {
 			for _, m := range msgs {
 				if m.born*int64(time.Millisecond) > k {
 					l.resumed.CompareAndSwap(0, l.since(now))
+					l.resumeOnce.Do(func() { close(l.resumedCh) })
 					break
 				}
 			}

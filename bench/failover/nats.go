@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keelmq/keel/bench/matrix"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,7 +31,10 @@ type NATSSpec struct {
 	Dir string
 	// Producers, BodyBytes, Before, After and MaxWait as in KeelSpec
 	// (BodyBytes is raised to 16: the body carries the id and born time).
-	Producers, BodyBytes   int
+	Producers, BodyBytes int
+	// Crash as in KeelSpec: the leader's process is killed, or paused
+	// (SIGSTOP) until the measurement is over.
+	Crash                  string
 	Before, After, MaxWait time.Duration
 }
 
@@ -189,8 +193,8 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 	var mu sync.Mutex
 	var acked []uint64
 	var firstErr string
-	okCh := make(chan struct{})
-	var okOnce sync.Once
+	okCh, resumedCh := make(chan struct{}), make(chan struct{})
+	var okOnce, resumeOnce sync.Once
 
 	lctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -202,6 +206,7 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 		if b := m.Data(); len(b) >= 16 {
 			if k := kill.Load(); k != 0 && int64(binary.BigEndian.Uint64(b[8:])) > k {
 				resumed.CompareAndSwap(0, since(time.Now()))
+				resumeOnce.Do(func() { close(resumedCh) })
 			}
 		}
 	})
@@ -273,13 +278,14 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 		return nil, fmt.Errorf("failover: stream leader %q is none of the servers", info.Cluster.Leader)
 	}
 	kill.Store(time.Now().UnixNano())
-	srvs[victim].p.kill()
-	select {
-	case <-okCh:
-		sleep(ctx, s.After)
-	case <-time.After(s.MaxWait):
-	case <-ctx.Done():
+	if s.Crash == matrix.FailoverPause {
+		srvs[victim].p.pause()
+	} else {
+		srvs[victim].p.kill()
 	}
+	awaitRecovery(ctx, time.Unix(0, kill.Load()).Add(s.MaxWait), okCh, resumedCh)
+	srvs[victim].p.kill()
+	sleep(ctx, s.After)
 	stopLoad()
 	wg.Wait()
 	cc.Stop()

@@ -31,22 +31,13 @@ const (
 	noteNATS  = "nats-server v2.15.2 (embedded, one child process each), file storage, R3; publish ack timeout 500ms"
 )
 
-// RunPart runs the failover part: for every replication plugin of f, and
-// NATS JetStream R3 when f.NATS, f.Repeats runs (RunKeel, RunNATS), and
-// returns one row each with the medians. A setting whose run fails is
-// reported with status "error" and not run again. RunPart returns early,
+// RunPart runs the failover part: for every crash kind of f, for every
+// replication plugin of f and NATS JetStream R3 when f.NATS, f.Repeats
+// runs (RunKeel, RunNATS), and returns one row each with the medians. A
+// setting whose run fails is reported with status "error" and not run
+// again. RunPart returns early,
 // with what it has, when ctx ends.
 func RunPart(ctx context.Context, f matrix.FailoverConfig, o PartOptions) []report.Failover {
-	step, result, skip := o.Step, o.Result, o.Skip
-	if step == nil {
-		step = func(string) {}
-	}
-	if result == nil {
-		result = func(string) {}
-	}
-	if skip == nil {
-		skip = func(int) {}
-	}
 	out := []report.Failover{}
 	type job struct{ system, repl, note string }
 	var jobs []job
@@ -61,39 +52,59 @@ func RunPart(ctx context.Context, f matrix.FailoverConfig, o PartOptions) []repo
 		jobs = append(jobs, job{"nats-jetstream", "R3", noteNATS})
 	}
 	n := 0
-	for _, j := range jobs {
-		row := report.Failover{System: j.system, Replication: j.repl, Producers: f.Producers, BodyBytes: f.BodyBytes, Repeats: f.Repeats, Note: j.note}
-		for rep := 0; rep < f.Repeats; rep++ {
-			n++
-			step(fmt.Sprintf("failover %s/%s run %d/%d", j.system, j.repl, rep+1, f.Repeats))
-			dir := filepath.Join(o.Scratch, fmt.Sprintf("failover-%d", n))
-			var r *Result
-			var err error
-			if j.system == "keel" {
-				r, err = RunKeel(ctx, KeelSpec{Dir: dir, Replication: j.repl, Producers: f.Producers, BodyBytes: f.BodyBytes, Queues: f.Queues,
-					Before: f.Before.D(), After: f.After.D(), MaxWait: f.MaxWait.D(), HeartbeatTimeout: f.HeartbeatTimeout.D()})
-			} else {
-				r, err = RunNATS(ctx, NATSSpec{Dir: dir, Producers: f.Producers, BodyBytes: f.BodyBytes, Before: f.Before.D(), After: f.After.D(),
-					MaxWait: f.MaxWait.D()})
-			}
+	for _, crash := range f.Crash {
+		for _, j := range jobs {
+			out = append(out, runRow(ctx, f, o, crash, j.system, j.repl, j.note, &n))
 			if ctx.Err() != nil {
 				return out
 			}
-			if err != nil {
-				row.Status, row.Note = "error", err.Error()
-				skip(f.Repeats - rep - 1)
-				break
-			}
-			result(fmt.Sprintf("first ack %s, consumer %s, %d of %d acked lost", fmtMs(r.FirstOKMs), fmtMs(r.ConsumerResumeMs), r.AckedLost, r.Acked))
-			row.Runs = append(row.Runs, report.FailoverRun{FirstStoredMs: r.FirstStoredMs, FirstOKMs: r.FirstOKMs, ConsumerResumeMs: r.ConsumerResumeMs,
-				Acked: r.Acked, AckedLost: r.AckedLost, Errors: r.Errors, FirstError: r.FirstError})
 		}
-		if row.Status == "" {
-			summarize(&row)
-		}
-		out = append(out, row)
 	}
 	return out
+}
+
+// runRow runs one row's repeats; n numbers the runs' directories.
+func runRow(ctx context.Context, f matrix.FailoverConfig, o PartOptions, crash, system, repl, note string, n *int) report.Failover {
+	step, result, skip := o.Step, o.Result, o.Skip
+	if step == nil {
+		step = func(string) {}
+	}
+	if result == nil {
+		result = func(string) {}
+	}
+	if skip == nil {
+		skip = func(int) {}
+	}
+	row := report.Failover{System: system, Replication: repl, Crash: crash, Producers: f.Producers, BodyBytes: f.BodyBytes, Repeats: f.Repeats, Note: note}
+	for rep := 0; rep < f.Repeats; rep++ {
+		*n++
+		step(fmt.Sprintf("failover %s/%s %s run %d/%d", system, repl, crash, rep+1, f.Repeats))
+		dir := filepath.Join(o.Scratch, fmt.Sprintf("failover-%d", *n))
+		var r *Result
+		var err error
+		if system == "keel" {
+			r, err = RunKeel(ctx, KeelSpec{Dir: dir, Replication: repl, Crash: crash, Producers: f.Producers, BodyBytes: f.BodyBytes, Queues: f.Queues,
+				Before: f.Before.D(), After: f.After.D(), MaxWait: f.MaxWait.D(), HeartbeatTimeout: f.HeartbeatTimeout.D()})
+		} else {
+			r, err = RunNATS(ctx, NATSSpec{Dir: dir, Crash: crash, Producers: f.Producers, BodyBytes: f.BodyBytes, Before: f.Before.D(), After: f.After.D(),
+				MaxWait: f.MaxWait.D()})
+		}
+		if ctx.Err() != nil {
+			return row
+		}
+		if err != nil {
+			row.Status, row.Note = "error", err.Error()
+			skip(f.Repeats - rep - 1)
+			break
+		}
+		result(fmt.Sprintf("first ack %s, consumer %s, %d of %d acked lost", fmtMs(r.FirstOKMs), fmtMs(r.ConsumerResumeMs), r.AckedLost, r.Acked))
+		row.Runs = append(row.Runs, report.FailoverRun{FirstStoredMs: r.FirstStoredMs, FirstOKMs: r.FirstOKMs, ConsumerResumeMs: r.ConsumerResumeMs,
+			Acked: r.Acked, AckedLost: r.AckedLost, Errors: r.Errors, FirstError: r.FirstError})
+	}
+	if row.Status == "" {
+		summarize(&row)
+	}
+	return row
 }
 
 // summarize fills row's medians from its runs: each time over the runs

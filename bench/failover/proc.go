@@ -120,7 +120,12 @@ func (p *proc) kill() {
 	p.stdin.Close()
 }
 
-// stop asks the child to stop (SIGTERM), and kills its group if it has
+// pause stops the process group (SIGSTOP): a hung node whose sockets
+// stay open.
+func (p *proc) pause() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP) }
+
+// stop asks the child to stop (SIGTERM, and SIGCONT should it be
+// paused), and kills its group if it has
 // not exited within 20 s.
 func (p *proc) stop() {
 	select {
@@ -129,6 +134,7 @@ func (p *proc) stop() {
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
 	select {
 	case <-p.waited:
 	case <-time.After(20 * time.Second):

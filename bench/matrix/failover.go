@@ -14,12 +14,13 @@ import (
 //	[failover]
 //	replication       = ["async", "sync"]  # keel's side; empty: none
 //	nats              = true               # JetStream R3 beside
+//	crash             = ["kill9", "pause"] # SIGKILL, or SIGSTOP (a hung node); default ["kill9"]
 //	producers         = 8
 //	body_bytes        = 128
 //	queues            = 4
 //	before            = "5s"    # load before the kill
-//	after             = "5s"    # load after the first ack from the new leader
-//	max_wait          = "30s"   # give up waiting for that ack
+//	after             = "5s"    # load after the first ack from the new leader and the consumer's resume
+//	max_wait          = "30s"   # give up waiting for them (from the kill)
 //	heartbeat_timeout = ""      # controller.heartbeat_timeout; empty: keel's default
 //	repeats           = 3
 //
@@ -30,17 +31,21 @@ type FailoverConfig struct {
 	Replication []string `toml:"replication"`
 	// NATS adds a JetStream R3 run beside keel's.
 	NATS bool `toml:"nats"`
+	// Crash lists the crash kinds, FailoverKill9 and/or FailoverPause.
+	// Default [FailoverKill9].
+	Crash []string `toml:"crash"`
 	// Producers send one message at a time each. Default 8.
 	Producers int `toml:"producers"`
 	// BodyBytes is the body size. Default 128.
 	BodyBytes int `toml:"body_bytes"`
 	// Queues of keel's topic. Default 4.
 	Queues int `toml:"queues"`
-	// Before is the load before the kill, After the load after the first
-	// ack from the new leader. Defaults 5s each.
+	// Before is the load before the kill, After the load once the new
+	// leader acknowledged and the consumer resumed (or MaxWait passed).
+	// Defaults 5s each.
 	Before Duration `toml:"before"`
 	After  Duration `toml:"after"`
-	// MaxWait bounds the wait for that ack. Default 30s.
+	// MaxWait bounds the wait, from the kill, for both. Default 30s.
 	MaxWait Duration `toml:"max_wait"`
 	// HeartbeatTimeout is the controller's controller.heartbeat_timeout;
 	// 0 keeps keel's default (keel's profile validation checks it).
@@ -48,6 +53,15 @@ type FailoverConfig struct {
 	// Repeats of every run; the report gives medians. Default 3.
 	Repeats int `toml:"repeats"`
 }
+
+// Crash kinds of the failover part: the leader's process is killed
+// (SIGKILL: its sockets close at once, so peers notice at once), or
+// paused (SIGSTOP: a hung node or lost host; peers notice only through
+// timeouts).
+const (
+	FailoverKill9 = "kill9"
+	FailoverPause = "pause"
+)
 
 // Replication plugins of the failover part's keel runs.
 const (
@@ -59,6 +73,9 @@ const (
 func (f FailoverConfig) Enabled() bool { return len(f.Replication) > 0 || f.NATS }
 
 func (f *FailoverConfig) fill() {
+	if len(f.Crash) == 0 {
+		f.Crash = []string{FailoverKill9}
+	}
 	for _, d := range []struct {
 		p *int
 		v int
@@ -84,6 +101,14 @@ func (f FailoverConfig) validate(bad func(string, ...any)) {
 			bad("failover.replication: %q is not one of %q", r, allowed)
 		} else if slices.Contains(f.Replication[:i], r) {
 			bad("failover.replication: %q twice", r)
+		}
+	}
+	kinds := []string{FailoverKill9, FailoverPause}
+	for i, k := range f.Crash {
+		if !slices.Contains(kinds, k) {
+			bad("failover.crash: %q is not one of %q", k, kinds)
+		} else if slices.Contains(f.Crash[:i], k) {
+			bad("failover.crash: %q twice", k)
 		}
 	}
 	check := func(key string, v, lo, hi int64) {
@@ -124,7 +149,7 @@ func (c *Config) FailoverRuns() int {
 	if f.NATS {
 		n++
 	}
-	return n * f.Repeats
+	return n * len(f.Crash) * f.Repeats
 }
 
 // estimate is a lower bound of the part's time: the load around each kill.
@@ -134,6 +159,6 @@ func (f FailoverConfig) estimate(runs int) time.Duration {
 
 // String describes the part in one line, for progress output.
 func (f FailoverConfig) String() string {
-	return fmt.Sprintf("failover %q nats=%v: p%d, %d B, %d queues, %v before, %v after, %d repeat(s)", f.Replication, f.NATS,
+	return fmt.Sprintf("failover %q nats=%v crash %q: p%d, %d B, %d queues, %v before, %v after, %d repeat(s)", f.Replication, f.NATS, f.Crash,
 		f.Producers, f.BodyBytes, f.Queues, f.Before.D(), f.After.D(), f.Repeats)
 }

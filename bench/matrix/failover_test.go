@@ -13,7 +13,7 @@ func TestFailoverSection(t *testing.T) {
 	}
 	f := c.Failover
 	if !f.Enabled() || f.Producers != 8 || f.BodyBytes != 128 || f.Queues != 4 || f.Repeats != 3 || f.Before.D() != 5*time.Second ||
-		f.After.D() != 5*time.Second || f.MaxWait.D() != 30*time.Second || f.HeartbeatTimeout != 0 {
+		f.After.D() != 5*time.Second || f.MaxWait.D() != 30*time.Second || f.HeartbeatTimeout != 0 || len(f.Crash) != 1 || f.Crash[0] != FailoverKill9 {
 		t.Fatalf("defaults: %+v", f)
 	}
 	if c.FailoverRuns() != 9 {
@@ -39,6 +39,7 @@ func TestFailoverValidation(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"replication = [\"none\"]\n", "failover.replication"},
 		{"replication = [\"sync\", \"sync\"]\n", "twice"},
+		{"nats = true\ncrash = [\"reboot\"]\n", "failover.crash"},
 		{"nats = true\nproducers = 5000\n", "failover.producers"},
 		{"nats = true\nbefore = \"10ms\"\n", "failover.before"},
 		{"nats = true\nmax_wait = \"1h\"\n", "failover.max_wait"},

@@ -15,11 +15,15 @@ type Failover struct {
 	System string `json:"system"`
 	// Replication is keel's replication plugin ("async", "sync") or "R3".
 	Replication string `json:"replication"`
-	Status      string `json:"status"` // "ok", "error"
-	Note        string `json:"note,omitempty"`
-	Producers   int    `json:"producers"`
-	BodyBytes   int    `json:"body_bytes"`
-	Repeats     int    `json:"repeats"`
+	// Crash is how the leader failed: "kill9" (SIGKILL; its sockets
+	// close at once) or "pause" (SIGSTOP; a hung node, noticed only by
+	// timeouts).
+	Crash     string `json:"crash"`
+	Status    string `json:"status"` // "ok", "error"
+	Note      string `json:"note,omitempty"`
+	Producers int    `json:"producers"`
+	BodyBytes int    `json:"body_bytes"`
+	Repeats   int    `json:"repeats"`
 	// FirstStoredMs: first response from the new leader that stored a
 	// message (keel: any status but an error, SLAVE_NOT_AVAILABLE
 	// included); FirstOKMs: first SEND_OK (NATS: first publish ack, the
@@ -54,7 +58,7 @@ type FailoverRun struct {
 }
 
 // Key names the row.
-func (f Failover) Key() string { return f.System + "/" + f.Replication }
+func (f Failover) Key() string { return f.System + "/" + f.Replication + "/" + f.Crash }
 
 func msOrNone(ms float64) string {
 	if ms < 0 {
@@ -66,15 +70,16 @@ func msOrNone(ms float64) string {
 // writeFailoverMD writes the part's section of report.md.
 func writeFailoverMD(p func(format string, a ...any), rows []Failover) {
 	p("## Failover (kill -9 the leader under load)\n\n")
-	p("keel: one namesrv+controller process and a two-broker group in cluster mode, the master killed with SIGKILL and restarted at once (it rejoins as slave); " +
-		"NATS: three JetStream servers, an R3 stream, the stream leader's process killed. Times from the kill, medians over runs (min–max of first SEND_OK).\n\n")
-	p("| system | replication | status | first stored | first SEND_OK | range | consumer resumes | acked (median) | acked lost (max) | runs | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("keel: one namesrv+controller process and a two-broker group in cluster mode; the master is killed (kill9: SIGKILL, restarted at once, it rejoins as slave) " +
+		"or paused (pause: SIGSTOP, killed and restarted once the route names the new master). NATS: three JetStream servers, an R3 stream, the stream leader's process " +
+		"killed or paused. Times from the kill, medians over runs (min–max of first SEND_OK).\n\n")
+	p("| system | replication | crash | status | first stored | first SEND_OK | range | consumer resumes | acked (median) | acked lost (max) | runs | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range rows {
 		if f.Status != "ok" {
-			p("| %s | %s | %s | | | | | | | | %s |\n", f.System, f.Replication, f.Status, f.Note)
+			p("| %s | %s | %s | %s | | | | | | | | %s |\n", f.System, f.Replication, f.Crash, f.Status, f.Note)
 			continue
 		}
-		p("| %s | %s | ok | %s | %s | %s–%s | %s | %d | %d | %d (%d missed) | %s |\n", f.System, f.Replication, msOrNone(f.FirstStoredMs),
+		p("| %s | %s | %s | ok | %s | %s | %s–%s | %s | %d | %d | %d (%d missed) | %s |\n", f.System, f.Replication, f.Crash, msOrNone(f.FirstStoredMs),
 			msOrNone(f.FirstOKMs), msOrNone(f.FirstOKMsMin), msOrNone(f.FirstOKMsMax), msOrNone(f.ConsumerResumeMs), f.Acked, f.AckedLost,
 			f.Repeats, f.Missed, f.Note)
 	}

@@ -14,10 +14,10 @@ import (
 func TestFailoverSection(t *testing.T) {
 	r := sample()
 	r.Failover = []Failover{
-		{System: "keel", Replication: "sync", Status: "ok", Producers: 8, BodyBytes: 128, Repeats: 3, FirstStoredMs: 540, FirstOKMs: 626.7,
+		{System: "keel", Replication: "sync", Crash: "kill9", Status: "ok", Producers: 8, BodyBytes: 128, Repeats: 3, FirstStoredMs: 540, FirstOKMs: 626.7,
 			FirstOKMsMin: 600, FirstOKMsMax: 700, ConsumerResumeMs: 546, Acked: 5906, AckedLostRuns: []int64{0, 0, 0},
 			Runs: []FailoverRun{{FirstStoredMs: 540, FirstOKMs: 626.7, ConsumerResumeMs: 546, Acked: 5906, Errors: 100, FirstError: "connection reset"}}},
-		{System: "nats-jetstream", Replication: "R3", Status: "error", Note: "create stream (R3): timeout"},
+		{System: "nats-jetstream", Replication: "R3", Crash: "pause", Status: "error", Note: "create stream (R3): timeout"},
 	}
 	dir := t.TempDir()
 	if err := r.WriteAll(dir); err != nil {
@@ -44,13 +44,13 @@ func TestFailoverSection(t *testing.T) {
 	if err := back.WriteMarkdown(&md, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Failover", "| keel | sync | ok | 540ms | 627ms | 600ms–700ms | 546ms | 5906 | 0 | 3 (0 missed) |",
-		"| nats-jetstream | R3 | error |"} {
+	for _, want := range []string{"## Failover", "| keel | sync | kill9 | ok | 540ms | 627ms | 600ms–700ms | 546ms | 5906 | 0 | 3 (0 missed) |",
+		"| nats-jetstream | R3 | pause | error |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
 	}
-	if !strings.Contains(tb.String(), "failover keel/sync: first SEND_OK 627ms (stored 540ms), consumer 546ms, 0 acked lost of 5906") {
+	if !strings.Contains(tb.String(), "failover keel/sync/kill9: first SEND_OK 627ms (stored 540ms), consumer 546ms, 0 acked lost of 5906") {
 		t.Errorf("table lacks the failover line:\n%s", tb.String())
 	}
 	r.Failover = nil
