@@ -10,27 +10,6 @@ import (
 	"time"
 )
 
-// clusterBrokerSets is the profile of a cluster-mode broker of group
-// DefaultCluster/keel-broker-a (the defaults) registering with ctl's name
-// server and controller, its store in dir, replication on ha.
-func clusterBrokerSets(ctl *Node, dir, ha string) []string {
-	return []string{`server.roles=["broker"]`, `server.namesrv_addrs=["` + ctl.Addr("namesrv") + `"]`,
-		`controller.addrs=["` + ctl.Addr("controller") + `"]`, "server.broker_addr=127.0.0.1:0",
-		"server.ha_addr=" + ha, "admin.addr=127.0.0.1:0", "store.dir=" + dir, "store.segment_size=1MiB",
-		"store.max_message_size=64KiB", "index.plugin=none", "flush.plugin=async", "replication.plugin=async",
-		"replication.config.heartbeat_interval=100ms", "replication.config.reconnect_backoff_max=200ms",
-		"store.disk_max_used_ratio=0.97", "store.disk_clean_forcibly_ratio=0.98", "store.disk_warning_ratio=0.99"}
-}
-
-// startControllerNode starts a node running a name server and a
-// one-node controller group.
-func startControllerNode(t *testing.T) *Node {
-	t.Helper()
-	return startClusterNode(t, `server.roles=["namesrv","controller"]`, "server.namesrv_addr=127.0.0.1:0",
-		"controller.addr=127.0.0.1:0", "controller.raft_addr="+freeAddr(t), "admin.addr=127.0.0.1:0",
-		"store.dir="+t.TempDir())
-}
-
 // clusterReportOf calls the GET /admin/cluster handler of n and decodes
 // its answer; it returns the status code too.
 func clusterReportOf(t *testing.T, n *Node) (int, ClusterReport) {

@@ -51,6 +51,27 @@ func startClusterNode(t *testing.T, sets ...string) *Node {
 	return n
 }
 
+// clusterBrokerSets is the profile of a cluster-mode broker of group
+// DefaultCluster/keel-broker-a (the defaults) registering with ctl's name
+// server and controller, its store in dir, replication on ha.
+func clusterBrokerSets(ctl *Node, dir, ha string) []string {
+	return []string{`server.roles=["broker"]`, `server.namesrv_addrs=["` + ctl.Addr("namesrv") + `"]`,
+		`controller.addrs=["` + ctl.Addr("controller") + `"]`, "server.broker_addr=127.0.0.1:0",
+		"server.ha_addr=" + ha, "admin.addr=127.0.0.1:0", "store.dir=" + dir, "store.segment_size=1MiB",
+		"store.max_message_size=64KiB", "index.plugin=none", "flush.plugin=async", "replication.plugin=async",
+		"replication.config.heartbeat_interval=100ms", "replication.config.reconnect_backoff_max=200ms",
+		"store.disk_max_used_ratio=0.97", "store.disk_clean_forcibly_ratio=0.98", "store.disk_warning_ratio=0.99"}
+}
+
+// startControllerNode starts a node running a name server and a
+// one-node controller group.
+func startControllerNode(t *testing.T) *Node {
+	t.Helper()
+	return startClusterNode(t, `server.roles=["namesrv","controller"]`, "server.namesrv_addr=127.0.0.1:0",
+		"controller.addr=127.0.0.1:0", "controller.raft_addr="+freeAddr(t), "admin.addr=127.0.0.1:0",
+		"store.dir="+t.TempDir())
+}
+
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -69,17 +90,8 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 // restarted on its store, comes back as the new master's slave and
 // receives what was written meanwhile. Routes follow each change.
 func TestClusterModeElectsFollowsAndFailsOver(t *testing.T) {
-	ctl := startClusterNode(t, `server.roles=["namesrv","controller"]`, "server.namesrv_addr=127.0.0.1:0",
-		"controller.addr=127.0.0.1:0", "controller.raft_addr="+freeAddr(t), "admin.addr=127.0.0.1:0",
-		"store.dir="+t.TempDir())
-	broker := func(dir, ha string) []string {
-		return []string{`server.roles=["broker"]`, `server.namesrv_addrs=["` + ctl.Addr("namesrv") + `"]`,
-			`controller.addrs=["` + ctl.Addr("controller") + `"]`, "server.broker_addr=127.0.0.1:0",
-			"server.ha_addr=" + ha, "admin.addr=127.0.0.1:0", "store.dir=" + dir, "store.segment_size=1MiB",
-			"store.max_message_size=64KiB", "index.plugin=none", "flush.plugin=async", "replication.plugin=async",
-			"replication.config.heartbeat_interval=100ms", "replication.config.reconnect_backoff_max=200ms",
-			"store.disk_max_used_ratio=0.97", "store.disk_clean_forcibly_ratio=0.98", "store.disk_warning_ratio=0.99"}
-	}
+	ctl := startControllerNode(t)
+	broker := func(dir, ha string) []string { return clusterBrokerSets(ctl, dir, ha) }
 	dirA, dirB := t.TempDir(), t.TempDir()
 	haA, haB := freeAddr(t), freeAddr(t)
 	a := startClusterNode(t, broker(dirA, haA)...)
@@ -141,17 +153,10 @@ func clusterCatalog() *Catalog {
 // SyncStateSet without the slave: before that, sends answer
 // SLAVE_NOT_AVAILABLE.
 func TestClusterMinInSyncAcksAloneOnlyAfterTheControllerShrinks(t *testing.T) {
-	ctl := startClusterNode(t, `server.roles=["namesrv","controller"]`, "server.namesrv_addr=127.0.0.1:0",
-		"controller.addr=127.0.0.1:0", "controller.raft_addr="+freeAddr(t), "admin.addr=127.0.0.1:0",
-		"store.dir="+t.TempDir())
+	ctl := startControllerNode(t)
 	broker := func(dir, ha string) []string {
-		return []string{`server.roles=["broker"]`, `server.namesrv_addrs=["` + ctl.Addr("namesrv") + `"]`,
-			`controller.addrs=["` + ctl.Addr("controller") + `"]`, "server.broker_addr=127.0.0.1:0",
-			"server.ha_addr=" + ha, "admin.addr=127.0.0.1:0", "store.dir=" + dir, "store.segment_size=1MiB",
-			"store.max_message_size=64KiB", "index.plugin=none", "flush.plugin=async", "replication.plugin=sync",
-			"replication.config.min_in_sync_replicas=0", "replication.config.max_lag_time=300ms",
-			"replication.config.heartbeat_interval=100ms", "replication.config.reconnect_backoff_max=200ms",
-			"store.disk_max_used_ratio=0.97", "store.disk_clean_forcibly_ratio=0.98", "store.disk_warning_ratio=0.99"}
+		return append(clusterBrokerSets(ctl, dir, ha), "replication.plugin=sync",
+			"replication.config.min_in_sync_replicas=0", "replication.config.max_lag_time=300ms")
 	}
 	startWith := func(sets []string) *Node {
 		t.Helper()
