@@ -56,7 +56,7 @@ func TestNATSFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server NATS cluster")
 	}
-	r, err := RunNATS(context.Background(), NATSSpec{Dir: t.TempDir(), Producers: 4, BodyBytes: 64, Before: time.Second, After: time.Second, MaxWait: 30 * time.Second})
+	r, err := RunNATS(context.Background(), NATSSpec{Dir: t.TempDir(), Producers: 8, BodyBytes: 64, Before: time.Second, After: time.Second, MaxWait: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -319,8 +319,10 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 	return r, nil
 }
 
-// natsLost reads the whole stream with an ordered consumer and counts the
-// acked ids it does not hold.
+// natsLost reads the whole stream with ordered consumers and counts the
+// acked ids it does not hold. Right after a leader change a consumer
+// request may find no responder: a failed read is resumed from the next
+// sequence with a new consumer, up to 20 times.
 func natsLost(ctx context.Context, js jetstream.JetStream, acked []uint64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -337,30 +339,43 @@ func natsLost(ctx context.Context, js jetstream.JetStream, acked []uint64) (int6
 			return 0, fmt.Errorf("failover: stream info after the failover: %w", err)
 		}
 	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return 0, fmt.Errorf("failover: read back the stream: %w", err)
-	}
 	have := make(map[uint64]bool, len(acked))
-	var n uint64
-	for n < info.State.Msgs {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return 0, fmt.Errorf("failover: read back the stream: %w", err)
+	next := info.State.FirstSeq
+	for attempt := 0; next <= info.State.LastSeq; attempt++ {
+		if attempt == 20 {
+			return 0, fmt.Errorf("failover: read back the stream at sequence %d of %d: %w", next, info.State.LastSeq, err)
 		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			n++
-			if b := m.Data(); len(b) >= 16 {
-				have[binary.BigEndian.Uint64(b)] = true
+		if attempt > 0 {
+			sleep(ctx, 200*time.Millisecond)
+		}
+		var c jetstream.Consumer
+		if c, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next}); err != nil {
+			continue
+		}
+		for next <= info.State.LastSeq {
+			var batch jetstream.MessageBatch
+			if batch, err = c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second)); err != nil {
+				break
 			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return 0, fmt.Errorf("failover: read back the stream: %w", err)
-		}
-		if got == 0 {
-			break
+			got := 0
+			for m := range batch.Messages() {
+				md, merr := m.Metadata()
+				if merr != nil {
+					continue
+				}
+				got++
+				next = md.Sequence.Stream + 1
+				if b := m.Data(); len(b) >= 16 {
+					have[binary.BigEndian.Uint64(b)] = true
+				}
+			}
+			if err = batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+				break
+			}
+			if got == 0 {
+				err = fmt.Errorf("no message at sequence %d within 2s", next)
+				break
+			}
 		}
 	}
 	var lost int64
