@@ -254,6 +254,7 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 	} else {
 		c.a.kill()
 	}
+	ld.dead.Store(time.Now().UnixNano())
 	// The old master comes back on its store, as a slave: at once after
 	// a kill; a paused one is killed once the name server routes to the
 	// new master.
@@ -371,9 +372,13 @@ type load struct {
 	rt      *router
 	oldAddr string
 	body    []byte
-	kill    atomic.Int64 // UnixNano of the kill, 0 before
-	firstOK chan struct{}
-	okOnce  sync.Once
+	// kill is the UnixNano of the kill signal, dead of the moment the
+	// old master was seen gone (reaped, or stopped); 0 before. Times are
+	// from kill; only requests sent, and messages born, after dead show
+	// the new master.
+	kill, dead atomic.Int64
+	firstOK    chan struct{}
+	okOnce     sync.Once
 	// resumedCh is closed when the consumer first got a message born
 	// after the kill.
 	resumedCh  chan struct{}
@@ -465,8 +470,10 @@ func (l *load) produce(ctx context.Context, p int) {
 			continue
 		}
 		st := wire.StatusOf(resp.Code)
-		// Only a request sent after the kill, to another broker, shows the new master.
-		after := l.since(sent) > 0 && c.addr != l.oldAddr
+		// Only a request sent once the old master was gone, to another
+		// broker, shows the new master.
+		d := l.dead.Load()
+		after := d != 0 && sent.UnixNano() > d && c.addr != l.oldAddr
 		if after && wire.Stored(st) {
 			l.firstStored.CompareAndSwap(0, l.since(now))
 		}
@@ -540,7 +547,7 @@ func (l *load) consume(ctx context.Context, q int) {
 		}
 		off = next
 		now := time.Now()
-		if k := l.kill.Load(); k != 0 {
+		if k := l.dead.Load(); k != 0 {
 			for _, m := range msgs {
 				if m.born*int64(time.Millisecond) > k {
 					l.resumed.CompareAndSwap(0, l.since(now))

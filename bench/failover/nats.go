@@ -181,7 +181,8 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 		}
 	}
 
-	var kill atomic.Int64
+	// kill: the signal; dead: the leader seen gone (as in RunKeel).
+	var kill, dead atomic.Int64
 	since := func(now time.Time) int64 {
 		k := kill.Load()
 		if k == 0 || now.UnixNano() <= k {
@@ -204,7 +205,7 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if b := m.Data(); len(b) >= 16 {
-			if k := kill.Load(); k != 0 && int64(binary.BigEndian.Uint64(b[8:])) > k {
+			if k := dead.Load(); k != 0 && int64(binary.BigEndian.Uint64(b[8:])) > k {
 				resumed.CompareAndSwap(0, since(time.Now()))
 				resumeOnce.Do(func() { close(resumedCh) })
 			}
@@ -250,7 +251,7 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 				acked = append(acked, id)
 				mu.Unlock()
 				// Only a publish sent after the kill shows the new leader.
-				if since(sent) > 0 {
+				if d := dead.Load(); d != 0 && sent.UnixNano() > d {
 					firstOK.CompareAndSwap(0, since(now))
 					okOnce.Do(func() { close(okCh) })
 				}
@@ -283,6 +284,7 @@ func RunNATS(ctx context.Context, s NATSSpec) (*Result, error) {
 	} else {
 		srvs[victim].p.kill()
 	}
+	dead.Store(time.Now().UnixNano())
 	awaitRecovery(ctx, time.Unix(0, kill.Load()).Add(s.MaxWait), okCh, resumedCh)
 	srvs[victim].p.kill()
 	sleep(ctx, s.After)

@@ -121,8 +121,22 @@ func (p *proc) kill() {
 }
 
 // pause stops the process group (SIGSTOP): a hung node whose sockets
-// stay open.
-func (p *proc) pause() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP) }
+// stay open. It returns once the child is seen stopped (/proc state T),
+// or after a second.
+func (p *proc) pause() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP)
+	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return
+		}
+		// pid (comm) state ...
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+	}
+}
 
 // stop asks the child to stop (SIGTERM, and SIGCONT should it be
 // paused), and kills its group if it has
