@@ -357,8 +357,14 @@ func (c *testCluster) leader() *clusterNode {
 // newClusterProducer starts a producer that knows all name servers.
 func newClusterProducer(t *testing.T, c *testCluster, instance string) sender {
 	t.Helper()
+	return newProducerOf(t, c.nsAddrs, instance)
+}
+
+// newProducerOf starts a producer of the name servers ns.
+func newProducerOf(t *testing.T, ns []string, instance string) sender {
+	t.Helper()
 	p, err := producer.NewDefaultProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsAddrs)),
+		producer.WithNsResolver(primitive.NewPassthroughResolver(ns)),
 		producer.WithGroupName("PG_"+instance),
 		producer.WithInstanceName(instance),
 		producer.WithRetry(2),
@@ -414,32 +420,74 @@ func (c *testCluster) createTopic(topic string, groups ...string) {
 	}
 }
 
-// routeQueues asks the name server at ns for topic's route
-// (GET_ROUTEINFO_BY_TOPIC) and returns its write queues over all groups.
-// The client libraries cache routes, so the tests ask by hand.
-func routeQueues(ns, topic string) (int, error) {
+// topicRoute is the part of a GET_ROUTEINFO_BY_TOPIC answer the tests read.
+type topicRoute struct {
+	QueueDatas []struct {
+		BrokerName     string `json:"brokerName"`
+		WriteQueueNums int    `json:"writeQueueNums"`
+	} `json:"queueDatas"`
+	BrokerDatas []struct {
+		BrokerName  string            `json:"brokerName"`
+		BrokerAddrs map[string]string `json:"brokerAddrs"`
+	} `json:"brokerDatas"`
+}
+
+// routeOf asks the name server at ns for topic's route. The client
+// libraries cache routes, so the tests ask by hand.
+func routeOf(ns, topic string) (*topicRoute, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	resp, err := remoting.Call(ctx, ns, &remoting.Command{Code: remoting.CodeGetRouteInfoByTopic,
 		ExtFields: remoting.FieldsOf(map[string]string{"topic": topic})})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if resp.Code != remoting.Success {
-		return 0, fmt.Errorf("route of %s: code %d %s", topic, resp.Code, resp.Remark)
+		return nil, fmt.Errorf("route of %s from %s: code %d %s", topic, ns, resp.Code, resp.Remark)
 	}
-	var route struct {
-		QueueDatas []struct {
-			BrokerName     string `json:"brokerName"`
-			WriteQueueNums int    `json:"writeQueueNums"`
-		} `json:"queueDatas"`
+	var r topicRoute
+	if err := json.Unmarshal(resp.Body, &r); err != nil {
+		return nil, fmt.Errorf("route of %s from %s: %w", topic, ns, err)
 	}
-	if err := json.Unmarshal(resp.Body, &route); err != nil {
-		return 0, fmt.Errorf("route of %s: %w", topic, err)
+	return &r, nil
+}
+
+// routeQueues is the number of write queues of topic's route on ns.
+func routeQueues(ns, topic string) (int, error) {
+	r, err := routeOf(ns, topic)
+	if err != nil {
+		return 0, err
 	}
 	n := 0
-	for _, q := range route.QueueDatas {
+	for _, q := range r.QueueDatas {
 		n += q.WriteQueueNums
 	}
 	return n, nil
+}
+
+// waitRouteMaster waits until every name server of ns routes topic's
+// group to master (broker id 0). A client that looks the route up while
+// a group has no master caches a route without its queues until its next
+// route poll (30 s), so tests that start a producer after a failover
+// wait for this first.
+func waitRouteMaster(t *testing.T, ns []string, topic, group string, master *clusterNode) {
+	t.Helper()
+	for _, a := range ns {
+		var last *topicRoute
+		var err error
+		if werr := waitFor(15*time.Second, func() bool {
+			last, err = routeOf(a, topic)
+			if err != nil {
+				return false
+			}
+			for _, b := range last.BrokerDatas {
+				if b.BrokerName == group && b.BrokerAddrs["0"] == master.Broker {
+					return true
+				}
+			}
+			return false
+		}); werr != nil {
+			t.Fatalf("name server %s does not route %s of %s to the master %s (%s) within 15s: %+v (%v)", a, group, topic, master.name, master.Broker, last, err)
+		}
+	}
 }

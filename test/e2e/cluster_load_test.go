@@ -322,3 +322,15 @@ func other(groups []string, g string) string {
 	}
 	return g
 }
+
+// bodies returns every delivered body, sorted.
+func (d *deliveryLog) bodies() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.at))
+	for b := range d.at {
+		out = append(out, b)
+	}
+	sort.Strings(out)
+	return out
+}
