@@ -115,6 +115,7 @@ listeners() {
 	done
 	echo
 	echo "clients: name servers 127.0.0.1:9876;127.0.0.1:9886;127.0.0.1:9896"
+	echo "  $KEEL admin cluster status --controller 127.0.0.1:9878,127.0.0.1:9888,127.0.0.1:9898 --namesrv 127.0.0.1:9876"
 	echo "  $KEEL admin status --admin 127.0.0.1:10914     # a broker"
 }
 
