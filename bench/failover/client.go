@@ -79,21 +79,31 @@ func lookupRoute(ctx context.Context, nsrv, topic string) (route, error) {
 	if resp.Code != remoting.Success {
 		return route{}, fmt.Errorf("route of %s: code %d: %s", topic, resp.Code, resp.Remark)
 	}
+	r, err := decodeRoute(resp.Body)
+	if err != nil {
+		return route{}, fmt.Errorf("route of %s: %w", topic, err)
+	}
+	return r, nil
+}
+
+// decodeRoute reads a GET_ROUTEINFO_BY_TOPIC body: the master is broker
+// id 0 of any group, the slave the lowest other id.
+func decodeRoute(b []byte) (route, error) {
 	var body struct {
 		BrokerDatas []struct {
 			BrokerAddrs map[string]string `json:"brokerAddrs"`
 		} `json:"brokerDatas"`
 	}
-	if err := json.Unmarshal(resp.Body, &body); err != nil {
-		return route{}, fmt.Errorf("route of %s: decode: %w", topic, err)
+	if err := json.Unmarshal(b, &body); err != nil {
+		return route{}, fmt.Errorf("decode: %w", err)
 	}
 	var r route
 	best := int64(-1)
 	for _, bd := range body.BrokerDatas {
 		for id, a := range bd.BrokerAddrs {
 			n, err := strconv.ParseInt(id, 10, 64)
-			if err != nil {
-				return route{}, fmt.Errorf("route of %s: broker id %q: %w", topic, id, err)
+			if err != nil || n < 0 {
+				return route{}, fmt.Errorf("broker id %q: not a broker id", id)
 			}
 			if n == 0 {
 				r.master = a
