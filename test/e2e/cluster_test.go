@@ -35,7 +35,6 @@ const clusterRounds = 10
 // (_PullNameServerInterval).
 const routePoll = 30 * time.Second
 
-
 // TestClusterKill9MasterRounds: 3 controllers, groups broker-a and
 // broker-b (master + slave, sync replication), a producer sending across
 // both groups and a push consumer. Ten times, alternating groups: kill -9
