@@ -29,15 +29,14 @@ import (
 // Timing. The broker heartbeats every clusterHeartbeatInterval and tells
 // the controller to count it dead after controller.heartbeat_timeout (T)
 // of silence; a master refuses writes once its last answered heartbeat
-// was sent more than clusterLease(T) = 2T/3 ago, or its connection to the
-// leader closed (the leader then elects at once). So a master that is cut
-// off stops taking writes at least T/3 before another can be elected.
+// was sent more than controller.Lease(T) = 2T/3 ago, or its connection to
+// the leader closed. The leader counts a master dead T after its last
+// heartbeat, or controller.ClosedMasterDead(T) = 5T/6 after it when its
+// connection closed; so a master that is cut off stops taking writes at
+// least T/6 before another can be elected.
 
 // clusterHeartbeatInterval is how often a broker heartbeats.
 const clusterHeartbeatInterval = 500 * time.Millisecond
-
-// clusterLease is the master's lease for heartbeat timeout t.
-func clusterLease(t time.Duration) time.Duration { return t * 2 / 3 }
 
 // clusterMember is this broker's membership of its controller group.
 type clusterMember struct {
@@ -83,7 +82,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 	c := &clusterMember{n: n, client: client, changes: make(chan struct{}, 1),
 		key:   controller.GroupKey{Cluster: p.Server.Cluster, BrokerName: p.Server.BrokerName},
-		lease: clusterLease(p.Controller.HeartbeatTimeout.D())}
+		lease: controller.Lease(p.Controller.HeartbeatTimeout.D())}
 	c.agent, err = controller.NewAgent(controller.AgentConfig{
 		Client: client,
 		// Members are known by a node id kept in the data directory, so a

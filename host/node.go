@@ -87,6 +87,9 @@ type Node struct {
 	flushPolicy sdk.FlushPolicy
 	replPolicy  sdk.ReplicationPolicy
 	ack         atomic.Pointer[storehost.AckPolicy] // the rule sends follow; setAckPolicy
+	// confirmFloor is the committed offset at the last promotion (see
+	// nodeConfirm).
+	confirmFloor atomic.Int64
 
 	metrics *nodeMetrics
 	cache   *readCache // nil when store.read_cache is 0
@@ -227,8 +230,8 @@ func (n *Node) openStore() error {
 	n.host = storehost.New(nil, n.log.With("component", "plugin"))
 	n.host.OnFenceChange(func() { n.gate.update(n) })
 	var confirm core.ConfirmSource
-	if n.replPolicy.VisibleAfterReplicated {
-		confirm = n.host
+	if n.repl != nil {
+		confirm = nodeConfirm{n}
 	}
 	o := core.Options{
 		Dir:                 p.Store.Dir,

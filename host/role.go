@@ -29,6 +29,7 @@ func (n *Node) promote(ctx context.Context) (int32, error) {
 	if !ok {
 		return 0, fmt.Errorf("replication plugin cannot promote: %w", sdk.ErrNotSupported)
 	}
+	n.confirmFloor.Store(n.store.Positions().Committed) // all it holds came from the old master
 	ep, err := pr.Promote(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("promote: %w", err)
@@ -91,6 +92,7 @@ func (n *Node) setReplicationPolicy(r sdk.ReplicationPolicy) {
 // catches up through the plugin's handshake.
 func (n *Node) follow(ctx context.Context, haAddr string) error {
 	n.setSlave(true)
+	n.store.NotifyConfirm() // a slave's consumers see all it holds
 	n.stopMasterServices()
 	old := n.plugin(sdk.KindReplication)
 	if old == nil {

@@ -119,12 +119,17 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("stale master's alter: %v, want ErrFencedMasterEpoch", err)
 	}
 
-	// 2. b1's connection closes: b2 is elected at once, long before the timeout.
+	// 2. b1's connection closes: b2 is elected once b1's lease has surely
+	// run out (ClosedMasterDead after its last heartbeat), before the
+	// heartbeat timeout, never while b1 may still acknowledge.
 	closed := time.Now()
 	b1.close()
-	gb = waitMaster(t, admin, kb, b2.id, testHeartbeatTimeout/2)
+	gb = waitMaster(t, admin, kb, b2.id, ClosedMasterDead(testHeartbeatTimeout)+2*testScanInterval+time.Second)
 	if gb.MasterEpoch != 2 {
 		t.Fatalf("group b after the connection closed: %+v (in %v)", gb, time.Since(closed))
+	}
+	if took := time.Since(closed); took < Lease(testHeartbeatTimeout)-testBeatEvery {
+		t.Fatalf("b2 elected %v after b1's connection closed, while b1 could still hold its %v lease", took, Lease(testHeartbeatTimeout))
 	}
 	eventually(t, 2*testBeatEvery+time.Second, "b2 told by its heartbeat that it is master", func() bool { return b2.told.Load() == b2.id })
 

@@ -70,13 +70,13 @@ func TestLiveness(t *testing.T) {
 	l.seed([]Group{*g}, t0)
 	l.record(Heartbeat{Group: k, BrokerID: 2, MaxOffset: 7, Timeout: 5 * time.Second}, 9, t0)
 
-	al := l.alive(k, t0.Add(time.Second), 2*time.Second)
+	al := l.alive(k, t0.Add(time.Second), 2*time.Second, 0)
 	if len(al) != 2 || al[1].reported || !al[2].reported {
 		t.Fatalf("after seed and a heartbeat: %+v", al)
 	}
 	// The seeded member expires after the default timeout, the reporting
 	// one after its own.
-	al = l.alive(k, t0.Add(3*time.Second), 2*time.Second)
+	al = l.alive(k, t0.Add(3*time.Second), 2*time.Second, 0)
 	if _, ok := al[1]; ok || len(al) != 1 {
 		t.Fatalf("at 3s: %+v", al)
 	}
@@ -84,17 +84,29 @@ func TestLiveness(t *testing.T) {
 	if !l.connClosed(9) || l.connClosed(9) {
 		t.Fatal("connClosed reported wrongly")
 	}
-	if al = l.alive(k, t0.Add(time.Second), 2*time.Second); len(al) != 1 {
+	if al = l.alive(k, t0.Add(time.Second), 2*time.Second, 0); len(al) != 1 {
 		t.Fatalf("after the close: %+v", al)
+	}
+	// Unless it is the master: it may hold its lease (2/3 of its 5 s
+	// timeout), so it is dead only ClosedMasterDead (about 4.2 s) after
+	// its last heartbeat.
+	if al = l.alive(k, t0.Add(4*time.Second), 2*time.Second, 2); !al[2].reported {
+		t.Fatalf("a master 4 s after its last heartbeat, connection closed, counted dead before its lease surely ran out: %+v", al)
+	}
+	if al = l.alive(k, t0.Add(4300*time.Millisecond), 2*time.Second, 2); len(al) != 0 {
+		t.Fatalf("a master whose connection closed still alive past ClosedMasterDead: %+v", al)
+	}
+	if d := ClosedMasterDead(3 * time.Second); d <= Lease(3*time.Second) || d >= 3*time.Second {
+		t.Fatalf("ClosedMasterDead(3s) = %v: want between the lease %v and the timeout", d, Lease(3*time.Second))
 	}
 	// A heartbeat on a new connection revives it; seed keeps it.
 	l.record(Heartbeat{Group: k, BrokerID: 2}, 10, t0.Add(4*time.Second))
 	l.seed([]Group{*g}, t0.Add(4*time.Second))
-	if al = l.alive(k, t0.Add(5*time.Second), 2*time.Second); !al[2].reported {
+	if al = l.alive(k, t0.Add(5*time.Second), 2*time.Second, 0); !al[2].reported {
 		t.Fatalf("after a new heartbeat: %+v", al)
 	}
 	l.reset()
-	if al = l.alive(k, t0.Add(5*time.Second), 2*time.Second); len(al) != 0 {
+	if al = l.alive(k, t0.Add(5*time.Second), 2*time.Second, 0); len(al) != 0 {
 		t.Fatalf("after reset: %+v", al)
 	}
 }

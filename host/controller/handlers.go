@@ -190,7 +190,7 @@ func (c *Controller) handleElect(req *remoting.Request) (*remoting.Command, erro
 // when the master is not alive.
 func (c *Controller) electOnRequest(g *Group, id int64, designate bool) (Group, error) {
 	now := time.Now()
-	alive := c.live.alive(g.GroupKey, now, c.cfg.HeartbeatTimeout)
+	alive := c.live.alive(g.GroupKey, now, c.cfg.HeartbeatTimeout, g.MasterID)
 	e := electCmd{Group: g.GroupKey, ExpectEpoch: g.MasterEpoch}
 	if designate {
 		if _, ok := alive[id]; !ok {
@@ -314,7 +314,7 @@ func (c *Controller) handleSyncStateData(req *remoting.Request) (*remoting.Comma
 		if err != nil {
 			return nil, fmt.Errorf("CONTROLLER_GET_SYNC_STATE_DATA: %w", err)
 		}
-		alive := c.live.alive(g.GroupKey, now, c.cfg.HeartbeatTimeout)
+		alive := c.live.alive(g.GroupKey, now, c.cfg.HeartbeatTimeout, g.MasterID)
 		m, _ := g.Master()
 		ri := replicasInfo{MasterBrokerID: g.MasterID, MasterAddress: m.Addr, MasterEpoch: g.MasterEpoch, SyncStateSetEpoch: g.SyncStateSetEpoch,
 			InSyncReplicas: []replicaIdentity{}, NotInSyncReplicas: []replicaIdentity{}}

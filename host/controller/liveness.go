@@ -133,7 +133,12 @@ type liveView struct {
 
 // alive returns the brokers of group k alive at now: seen within their
 // timeout (def when they gave none) on a connection that has not closed.
-func (l *liveness) alive(k GroupKey, now time.Time, def time.Duration) map[int64]liveView {
+// The group's master (masterID) is the exception to the second rule: a
+// master whose heartbeat connection closed may still hold its lease, so
+// it counts as dead only once ClosedMasterDead says the lease has surely
+// run out (a crashed master is replaced that much later; a cut-off one has
+// stopped acknowledging by then).
+func (l *liveness) alive(k GroupKey, now time.Time, def time.Duration, masterID int64) map[int64]liveView {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[int64]liveView{}
@@ -142,10 +147,28 @@ func (l *liveness) alive(k GroupKey, now time.Time, def time.Duration) map[int64
 		if to <= 0 {
 			to = def
 		}
-		if b.closed || now.Sub(b.at) > to {
+		switch {
+		case now.Sub(b.at) > to:
+			continue
+		case b.closed && (id != masterID || now.Sub(b.at) > ClosedMasterDead(to)):
 			continue
 		}
 		out[id] = liveView{hb: b.hb, reported: b.reported}
 	}
 	return out
 }
+
+// Lease is how long a master may go on acknowledging writes after the
+// send time of its last heartbeat the leader answered, for a heartbeat
+// timeout t: 2t/3. It is the one home of the lease rule: brokers apply
+// it (Agent.Leased), and the leader counts a master dead no earlier than
+// t after its last heartbeat arrived, or ClosedMasterDead(t) after it
+// when its connection closed, both later than the lease.
+func Lease(t time.Duration) time.Duration { return t * 2 / 3 }
+
+// ClosedMasterDead is how long after its last heartbeat a master whose
+// heartbeat connection closed counts as dead: halfway between its lease
+// and the heartbeat timeout t, so that a master that checks its lease
+// every few hundred milliseconds has stopped acknowledging writes before
+// another is elected.
+func ClosedMasterDead(t time.Duration) time.Duration { return Lease(t) + (t-Lease(t))/2 }

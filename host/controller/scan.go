@@ -46,7 +46,7 @@ func (s *scanner) scan(now time.Time) {
 
 func (s *scanner) scanGroup(g *Group, now time.Time) {
 	c := s.c
-	ch := choose(g, c.live.alive(g.GroupKey, now, c.cfg.HeartbeatTimeout), c.cfg.ElectUnclean)
+	ch := choose(g, c.live.alive(g.GroupKey, now, c.cfg.HeartbeatTimeout, g.MasterID), c.cfg.ElectUnclean)
 	if ch.decision == keep && g.MasterID != 0 {
 		delete(s.since, g.GroupKey)
 		delete(s.warned, g.GroupKey)
