@@ -42,6 +42,10 @@ func (a *app) profileCheck(args []string) error {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(a.stdout, "# warning: %s\n", w)
 	}
+	if !p.HasRole(profile.RoleBroker) {
+		fmt.Fprintf(a.stdout, "# no durability table: this process stores no messages (server.roles = %v)\n", p.Server.Roles)
+		return nil
+	}
 	fmt.Fprintf(a.stdout, "# durability (flush: %s; replication: %s; index: %s)\n",
 		pluginLabel(p.Flush.Plugin, p.Flush.Path), pluginLabel(p.Replication.Plugin, p.Replication.Path), pluginLabel(p.Index.Plugin, p.Index.Path))
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)

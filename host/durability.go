@@ -181,9 +181,30 @@ func Check(ctx context.Context, p *profile.Profile, cat *Catalog) ([]DurabilityR
 			}
 		}
 	}()
+	if !p.HasRole(profile.RoleBroker) {
+		return nil, nil // a name server or controller alone loads no plugin and stores nothing
+	}
 	if err := n.loadPlugins(ctx); err != nil {
 		return nil, err
 	}
-	return Durability(n.role, n.flushPolicy, declaredReplication(ctx, n.repl, n.replPolicy),
-		profile.PluginName(p.Flush.Plugin, p.Flush.Path), profile.Chosen(p.Replication.Plugin, p.Replication.Path)), nil
+	rows := Durability(n.role, n.flushPolicy, declaredReplication(ctx, n.repl, n.replPolicy),
+		profile.PluginName(p.Flush.Plugin, p.Flush.Path), profile.Chosen(p.Replication.Plugin, p.Replication.Path))
+	if p.ClusterMode() {
+		for i := range rows {
+			if rows[i].Question == "loss of the master" {
+				rows[i].Answer = clusterLossOfMaster(n.replPolicy)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// clusterLossOfMaster is the loss-of-the-master answer in cluster mode:
+// the controller elects, nobody promotes by hand.
+func clusterLossOfMaster(rp sdk.ReplicationPolicy) string {
+	what := "acknowledged messages not yet replicated (the replication lag) are lost"
+	if rp.WaitReplicas > 0 {
+		what = fmt.Sprintf("every acknowledged message is on %d replica(s) of the SyncStateSet and the controller elects the live member with the most data, so none is lost while one of those lives (with one replica per group, the only one)", rp.WaitReplicas)
+	}
+	return "the controller elects the SyncStateSet member with the most data (a crashed master is replaced 5/6 of controller.heartbeat_timeout after its last heartbeat, a silent one after the timeout) and the brokers switch roles themselves; " + what
 }
