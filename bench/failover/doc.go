@@ -30,9 +30,11 @@
 //
 // Figures of one run, all measured from the kill:
 //
-//   - first stored: the first response from the new master that stored
-//     the message (any status but an error);
-//   - first SEND_OK: the first SEND_OK from the new master;
+//   - first stored: the first response to a request sent after the old
+//     master was gone that stored the message (any status but an error);
+//   - first SEND_OK: the first SEND_OK to such a request: from the new
+//     master, or from the old master restarted, should the controller
+//     have kept it master (it then elected nobody; Result.OldMasterResumed);
 //   - consumer resume: the first message born after the kill that the
 //     consumer receives;
 //   - acknowledged lost: SEND_OK'd messages (by their KEYS id) missing

@@ -95,6 +95,10 @@ type Result struct {
 	Errors int64
 	// FirstError describes the first failed attempt after the kill.
 	FirstError string
+	// OldMasterResumed: keel's first SEND_OK after the kill came from the
+	// old master, restarted, because the controller had not elected
+	// another meanwhile (it kept it master).
+	OldMasterResumed bool
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
@@ -291,7 +295,13 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	res := ld.result()
-	lost, err := countLost(ctx, c.bAddr, s.Queues, ld.ackedIDs())
+	// The group's master now: the other broker, or the old one if the
+	// controller kept it.
+	master := c.bAddr
+	if r, err := lookupRoute(ctx, c.nsrv, topic); err == nil && r.master != "" {
+		master = r.master
+	}
+	lost, err := countLost(ctx, master, s.Queues, ld.ackedIDs())
 	if err != nil {
 		return nil, fmt.Errorf("failover: check acknowledged messages on the new master: %w", err)
 	}
@@ -385,6 +395,7 @@ type load struct {
 	resumeOnce sync.Once
 
 	firstStored, firstOKAt, resumed atomic.Int64 // ns after the kill, 0 not yet
+	oldResumed                      atomic.Bool  // the first SEND_OK came from the old master
 	errors                          atomic.Int64
 
 	mu       sync.Mutex
@@ -470,10 +481,11 @@ func (l *load) produce(ctx context.Context, p int) {
 			continue
 		}
 		st := wire.StatusOf(resp.Code)
-		// Only a request sent once the old master was gone, to another
-		// broker, shows the new master.
+		// Only a request sent once the old master was gone shows the
+		// group serving again: from the other broker, or from the old
+		// master restarted, should the controller have kept it master.
 		d := l.dead.Load()
-		after := d != 0 && sent.UnixNano() > d && c.addr != l.oldAddr
+		after := d != 0 && sent.UnixNano() > d
 		if after && wire.Stored(st) {
 			l.firstStored.CompareAndSwap(0, l.since(now))
 		}
@@ -481,8 +493,8 @@ func (l *load) produce(ctx context.Context, p int) {
 			l.mu.Lock()
 			l.acked[p] = append(l.acked[p], id)
 			l.mu.Unlock()
-			if after {
-				l.firstOKAt.CompareAndSwap(0, l.since(now))
+			if after && l.firstOKAt.CompareAndSwap(0, l.since(now)) {
+				l.oldResumed.Store(c.addr == l.oldAddr)
 				l.okOnce.Do(func() { close(l.firstOK) })
 			}
 			continue
@@ -580,7 +592,7 @@ func (l *load) result() *Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := &Result{FirstStoredMs: at(l.firstStored.Load()), FirstOKMs: at(l.firstOKAt.Load()), ConsumerResumeMs: at(l.resumed.Load()),
-		Errors: l.errors.Load(), FirstError: l.firstErr}
+		Errors: l.errors.Load(), FirstError: l.firstErr, OldMasterResumed: l.oldResumed.Load()}
 	for _, a := range l.acked {
 		r.Acked += int64(len(a))
 	}

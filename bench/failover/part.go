@@ -99,7 +99,7 @@ func runRow(ctx context.Context, f matrix.FailoverConfig, o PartOptions, crash, 
 		}
 		result(fmt.Sprintf("first ack %s, consumer %s, %d of %d acked lost", fmtMs(r.FirstOKMs), fmtMs(r.ConsumerResumeMs), r.AckedLost, r.Acked))
 		row.Runs = append(row.Runs, report.FailoverRun{FirstStoredMs: r.FirstStoredMs, FirstOKMs: r.FirstOKMs, ConsumerResumeMs: r.ConsumerResumeMs,
-			Acked: r.Acked, AckedLost: r.AckedLost, Errors: r.Errors, FirstError: r.FirstError})
+			Acked: r.Acked, AckedLost: r.AckedLost, Errors: r.Errors, FirstError: r.FirstError, OldMasterResumed: r.OldMasterResumed})
 	}
 	if row.Status == "" {
 		summarize(&row)
@@ -131,6 +131,9 @@ func summarize(row *report.Failover) {
 	for _, r := range row.Runs {
 		if r.FirstOKMs < 0 {
 			row.Missed++
+		}
+		if r.OldMasterResumed {
+			row.OldMasterResumed++
 		}
 		row.AckedLostRuns = append(row.AckedLostRuns, r.AckedLost)
 		row.AckedLost = max(row.AckedLost, r.AckedLost)

@@ -34,8 +34,11 @@ type Failover struct {
 	FirstOKMsMin     float64 `json:"first_ok_ms_min"`
 	FirstOKMsMax     float64 `json:"first_ok_ms_max"`
 	ConsumerResumeMs float64 `json:"consumer_resume_ms"`
-	// Missed counts runs without a first SEND_OK within the wait.
-	Missed int `json:"missed"`
+	// Missed counts runs without a first SEND_OK within the wait;
+	// OldMasterResumed runs in which it came from the old master,
+	// restarted (FailoverRun.OldMasterResumed).
+	Missed           int `json:"missed"`
+	OldMasterResumed int `json:"old_master_resumed,omitempty"`
 	// Acked is the median of acknowledged messages per run; AckedLost
 	// the largest number lost in one run, AckedLostRuns each run's.
 	Acked         int64         `json:"acked"`
@@ -55,6 +58,9 @@ type FailoverRun struct {
 	// statuses); FirstError is the first after the kill.
 	Errors     int64  `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
+	// OldMasterResumed: the first SEND_OK came from the old master,
+	// restarted, which the controller had kept master (no election).
+	OldMasterResumed bool `json:"old_master_resumed,omitempty"`
 }
 
 // Key names the row.
@@ -79,9 +85,13 @@ func writeFailoverMD(p func(format string, a ...any), rows []Failover) {
 			p("| %s | %s | %s | %s | | | | | | | | %s |\n", f.System, f.Replication, f.Crash, f.Status, f.Note)
 			continue
 		}
-		p("| %s | %s | %s | ok | %s | %s | %s–%s | %s | %d | %d | %d (%d missed) | %s |\n", f.System, f.Replication, f.Crash, msOrNone(f.FirstStoredMs),
+		old := ""
+		if f.OldMasterResumed > 0 {
+			old = fmt.Sprintf(", %d old master kept", f.OldMasterResumed)
+		}
+		p("| %s | %s | %s | ok | %s | %s | %s–%s | %s | %d | %d | %d (%d missed%s) | %s |\n", f.System, f.Replication, f.Crash, msOrNone(f.FirstStoredMs),
 			msOrNone(f.FirstOKMs), msOrNone(f.FirstOKMsMin), msOrNone(f.FirstOKMsMax), msOrNone(f.ConsumerResumeMs), f.Acked, f.AckedLost,
-			f.Repeats, f.Missed, f.Note)
+			f.Repeats, f.Missed, old, f.Note)
 	}
 	p("\n")
 }
