@@ -22,8 +22,11 @@
 // they resolve the route again (at most every 50 ms) and resend a new
 // message to whatever master it names. A consumer pulls every queue from
 // the route's master, or from its slave while the route lists none (as
-// RocketMQ clients do). At the kill the old master is restarted at once on
-// its own store: the controller makes it a slave of the new master, and
+// RocketMQ clients do). Once the name server routes to the new master,
+// the old master is restarted on its own store (a paused one is killed
+// first; not at once, or the controller, which counts a master whose
+// connection closed dead only after controller.ClosedMasterDead, keeps it
+// master): the controller makes it a slave of the new master, and
 // under sync replication the new master acknowledges with SEND_OK only
 // once that replica is back in its SyncStateSet (until then it answers
 // SLAVE_NOT_AVAILABLE: keel has no minimum in-sync setting yet).

@@ -76,8 +76,8 @@ func msOrNone(ms float64) string {
 // writeFailoverMD writes the part's section of report.md.
 func writeFailoverMD(p func(format string, a ...any), rows []Failover) {
 	p("## Failover (kill -9 the leader under load)\n\n")
-	p("keel: one namesrv+controller process and a two-broker group in cluster mode; the master is killed (kill9: SIGKILL, restarted at once, it rejoins as slave) " +
-		"or paused (pause: SIGSTOP, killed and restarted once the route names the new master). NATS: three JetStream servers, an R3 stream, the stream leader's process " +
+	p("keel: one namesrv+controller process and a two-broker group in cluster mode; the master is killed (kill9: SIGKILL) " +
+		"or paused (pause: SIGSTOP, then killed), and restarted once the route names the new master (it rejoins as slave). NATS: three JetStream servers, an R3 stream, the stream leader's process " +
 		"killed or paused. Times from the kill, medians over runs (min–max of first SEND_OK).\n\n")
 	p("| system | replication | crash | status | first stored | first SEND_OK | range | consumer resumes | acked (median) | acked lost (max) | runs | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range rows {
