@@ -62,8 +62,7 @@ type clusterMember struct {
 		epoch       int32
 		masterEpoch int32
 	}
-	leasedOK bool  // the last lease verdict the write gate saw
-	proposed int32 // the SyncStateSet epoch of the last proposal, to avoid repeats
+	leasedOK bool // the last lease verdict the write gate saw
 }
 
 // joinCluster registers with the controllers and waits (until ctx ends)
@@ -308,7 +307,9 @@ func (c *clusterMember) proposeSyncStateSet(ctx context.Context) {
 	slices.Sort(want)
 	want = slices.Compact(want)
 	c.mu.Lock()
-	same := slices.Equal(want, g.SyncStateSet) || c.proposed == g.SyncStateSetEpoch+1
+	// Or already committed by our last proposal, which the agent's view
+	// shows only from the next heartbeat.
+	same := slices.Equal(want, g.SyncStateSet) || c.altered.epoch == g.SyncStateSetEpoch+1
 	c.mu.Unlock()
 	if same {
 		return
@@ -321,7 +322,6 @@ func (c *clusterMember) proposeSyncStateSet(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
-	c.proposed = ep
 	c.altered.set, c.altered.epoch, c.altered.masterEpoch = want, ep, g.MasterEpoch
 	c.mu.Unlock()
 	c.gateFewer()
@@ -373,7 +373,7 @@ func (c *clusterMember) stop() {
 	c.client.Close()
 }
 
-// BrokerID is the id the controller gave this broker (0 before it
+// brokerID is the id the controller gave this broker (0 before it
 // registered).
 func (c *clusterMember) brokerID() int64 {
 	id, _, _ := c.state()
