@@ -54,6 +54,10 @@ const (
 type AckPolicy struct {
 	Flush       sdk.FlushPolicy
 	Replication sdk.ReplicationPolicy
+	// Cover, when set and the replication policy waits for replicas,
+	// adds the coverage rule (see Coverage) to every acknowledgement, read
+	// live at each check. Nil: the replication policy alone.
+	Cover *Coverage
 }
 
 // NewAckPolicy combines the two plugin policies, filling a zero timeout of
@@ -76,16 +80,27 @@ func NewAckPolicy(f sdk.FlushPolicy, r sdk.ReplicationPolicy) AckPolicy {
 // waits for has happened, or too few replicas are in sync (the same
 // checks, in the same order, as Ack). ok is false when Ack would wait.
 func (h *Host) AckNow(p AckPolicy, end int64) (st AckStatus, ok bool) {
-	wait, refuse := p.replicas(h.InSync())
+	wait, refuse := h.decide(p)
 	switch {
 	case refuse:
 		return AckSlaveNotAvailable, true
 	case p.Flush.WaitFlush && h.store.Positions().Flushed < end:
 		return 0, false
-	case wait && h.ConfirmOffset() < end:
+	case wait && h.Covered(p) < end:
 		return 0, false
 	}
 	return AckOK, true
+}
+
+// decide is the call-time half of the rule: whether an ack waits for
+// replicas, or is refused at once: by the replication policy (replicas),
+// or because the policy's Coverage cannot be met now (covered).
+func (h *Host) decide(p AckPolicy) (wait, refuse bool) {
+	wait, refuse = p.replicas(h.InSync())
+	if !refuse && p.covers() {
+		_, refuse = h.covered(p.Cover.Requirement())
+	}
+	return wait, refuse
 }
 
 // replicas applies the replication policy to inSync replicas in sync:
@@ -113,12 +128,16 @@ func (p AckPolicy) replicas(inSync int) (wait, refuse bool) {
 //  1. if the replication policy waits for replicas and fewer than
 //     WaitReplicas are in sync: AckSlaveNotAvailable, at once (unless
 //     the policy AllowFewer and at least MinReplicas are: then step 3
-//     waits for those, or with none for nothing);
+//     waits for those, or with none for nothing); also at once when the
+//     policy's Cover names a replica that is not reported connected and
+//     in sync, or needs more such replicas than are (Coverage);
 //  2. if the flush policy waits: the flushed offset must reach end within
 //     Flush.Timeout, else AckFlushDiskTimeout;
-//  3. if the replication policy waits (and a replica is in sync): the replicated offset must reach
-//     end within Replication.Timeout counted from the call (so the flush
-//     wait uses part of it), else AckFlushSlaveTimeout;
+//  3. if the replication policy waits (and a replica is in sync): the
+//     replicated offset (Covered: the replicator's AckedOffset, limited
+//     by the Cover's replicas as they are at each check) must reach end
+//     within Replication.Timeout counted from the call (so the flush wait
+//     uses part of it), else AckFlushSlaveTimeout;
 //  4. AckOK.
 //
 // done is called exactly once: at once on the caller's goroutine when
@@ -128,7 +147,7 @@ func (p AckPolicy) replicas(inSync int) (wait, refuse bool) {
 func (h *Host) Ack(p AckPolicy, end int64, done func(AckStatus)) {
 	start := time.Now()
 	rp := p.Replication
-	wait, refuse := p.replicas(h.InSync())
+	wait, refuse := h.decide(p)
 	if refuse {
 		done(AckSlaveNotAvailable)
 		return
@@ -138,13 +157,18 @@ func (h *Host) Ack(p AckPolicy, end int64, done func(AckStatus)) {
 			done(AckOK)
 			return
 		}
-		h.OnReplicated(end, max(rp.Timeout-time.Since(start), 0), func(ok bool) {
+		settle := func(ok bool) {
 			if ok {
 				done(AckOK)
 			} else {
 				done(AckFlushSlaveTimeout)
 			}
-		})
+		}
+		if p.covers() {
+			h.onCovered(p.Cover, end, start.Add(rp.Timeout), settle)
+			return
+		}
+		h.OnReplicated(end, max(rp.Timeout-time.Since(start), 0), settle)
 	}
 	if !p.Flush.WaitFlush {
 		replicated()
