@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/host/controller"
+	"github.com/keelmq/keel/sdk/storehost"
 )
 
 // Cluster mode (controller.addrs set): the controller decides whether this
@@ -62,7 +63,12 @@ type clusterMember struct {
 		epoch       int32
 		masterEpoch int32
 	}
+	// pending are this master's proposals that may still commit (sets).
+	pending  []pendingSet
 	leasedOK bool // the last lease verdict the write gate saw
+	// cover is what acks must cover while this broker is master
+	// (gateFewer); the ack policy in force points to it.
+	cover *storehost.Coverage
 }
 
 // joinCluster registers with the controllers and waits (until ctx ends)
@@ -79,7 +85,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster mode: %w", err)
 	}
-	c := &clusterMember{n: n, client: client, changes: make(chan struct{}, 1),
+	c := &clusterMember{n: n, client: client, changes: make(chan struct{}, 1), cover: &storehost.Coverage{},
 		key:   controller.GroupKey{Cluster: p.Server.Cluster, BrokerName: p.Server.BrokerName},
 		lease: controller.Lease(p.Controller.HeartbeatTimeout.D())}
 	c.agent, err = controller.NewAgent(controller.AgentConfig{
@@ -158,12 +164,15 @@ func (c *clusterMember) onChange(int64, controller.Group) {
 }
 
 // serve starts acting on role changes, proposing SyncStateSets and
-// keeping the lease; the node serves now.
+// keeping the lease; the node serves now. Writes are refused until the
+// acknowledgement rule for this group's SyncStateSet is in force.
 func (c *clusterMember) serve() {
+	c.gateFewer()
 	c.mu.Lock()
 	c.serving = true
 	c.leasedOK = true
 	c.mu.Unlock()
+	c.n.gate.update(c.n)
 	ctx, cancel := context.WithCancel(context.Background())
 	prev := c.cancel
 	c.cancel = func() { cancel(); prev() }
@@ -265,7 +274,7 @@ func (c *clusterMember) refusal() string {
 	serving, ok := c.serving, c.leasedOK
 	c.mu.Unlock()
 	if !serving {
-		return ""
+		return "starting: the controller's SyncStateSet rule for acknowledgements is not in force yet"
 	}
 	if id, g, known := c.state(); known && g.MasterID != id {
 		return "the controller does not list this broker as its group's master"
@@ -278,47 +287,47 @@ func (c *clusterMember) refusal() string {
 
 // proposeSyncStateSet asks the controller, as master, to make the
 // SyncStateSet this master and the replicas its replication plugin counts
-// in sync (mapped to members by their HA address).
+// in sync (memberReplicas maps them to members). A replica enters the set
+// only once it is caught up (caughtUp); one in the set stays while it is
+// in sync. The proposal counts for acks (gateFewer's maximal set) from
+// before it is sent until the controller's set epoch passes it.
 func (c *clusterMember) proposeSyncStateSet(ctx context.Context) {
 	n := c.n
 	id, g, ok := c.state()
 	if !ok || g.MasterID != id || n.slave.Load() || n.host == nil {
 		return
 	}
+	committed, epoch, _ := c.sets(g)
+	ids := memberReplicas(g, id)
 	want := []int64{id}
 	for _, r := range n.host.Replication().Replicas {
-		if !r.InSync || !r.Connected {
+		m := replicaMember(ids, r.ID)
+		if m == 0 || !r.InSync || !r.Connected {
 			continue
 		}
-		// A replica names itself by its HA address (the replication
-		// plugin's default node_id). Of the members registered at that
-		// address, the newest (highest id) is the one running there: an
-		// older one is the same address before its disk was wiped.
-		var best int64
-		for _, m := range g.Members {
-			if m.ID != id && m.HAAddr == r.ID {
-				best = max(best, m.ID)
-			}
-		}
-		if best != 0 {
-			want = append(want, best)
+		if slices.Contains(committed, m) || n.caughtUp(r) {
+			want = append(want, m)
 		}
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
-	c.mu.Lock()
-	// Or already committed by our last proposal, which the agent's view
-	// shows only from the next heartbeat.
-	same := slices.Equal(want, g.SyncStateSet) || c.altered.epoch == g.SyncStateSetEpoch+1
-	c.mu.Unlock()
-	if same {
+	if slices.Equal(want, committed) {
 		return
 	}
+	p := pendingSet{set: want, base: epoch, masterEpoch: g.MasterEpoch}
+	c.mu.Lock()
+	if !slices.ContainsFunc(c.pending, func(q pendingSet) bool {
+		return q.base == p.base && q.masterEpoch == p.masterEpoch && slices.Equal(q.set, p.set)
+	}) {
+		c.pending = append(c.pending, p)
+	}
+	c.mu.Unlock()
+	c.gateFewer() // acks must cover the proposed members before they can be elected
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	ep, err := c.client.AlterSyncStateSet(cctx, c.key, id, g.MasterEpoch, want, g.SyncStateSetEpoch)
+	ep, err := c.client.AlterSyncStateSet(cctx, c.key, id, g.MasterEpoch, want, epoch)
 	if err != nil {
-		n.log.Warn("cluster mode: proposing the SyncStateSet", "want", want, "have", g.SyncStateSet, "err", err)
+		n.log.Warn("cluster mode: proposing the SyncStateSet", "want", want, "have", committed, "err", err)
 		return
 	}
 	c.mu.Lock()
@@ -326,41 +335,6 @@ func (c *clusterMember) proposeSyncStateSet(ctx context.Context) {
 	c.mu.Unlock()
 	c.gateFewer()
 	n.log.Info("cluster mode: SyncStateSet changed", "set", want, "epoch", ep)
-}
-
-// gateFewer applies Kafka's rule to a replication policy that lets acks
-// proceed with fewer in-sync replicas (min_in_sync_replicas below
-// wait_replicas): a shrunk in-sync set counts for acks only once the
-// controller committed it, so an ack always means "held by every member
-// the controller could elect". AllowFewer is withheld until the committed
-// SyncStateSet holds fewer replicas than wait_replicas.
-func (c *clusterMember) gateFewer() {
-	n := c.n
-	if n.slave.Load() || n.repl == nil || n.host == nil {
-		return
-	}
-	want := n.repl.AckPolicy()
-	if !want.AllowFewer {
-		return
-	}
-	id, g, ok := c.state()
-	set := g.SyncStateSet
-	c.mu.Lock()
-	if c.altered.epoch > g.SyncStateSetEpoch && c.altered.masterEpoch == g.MasterEpoch {
-		set = c.altered.set // committed by our own proposal, newer than the last heartbeat's view
-	}
-	c.mu.Unlock()
-	// Allowed once the committed set is smaller than an ack would need:
-	// the replicas missing from it can no longer be elected. It changes
-	// only with the controller's set, never with the in-sync count, so no
-	// ack slips through between a replica dropping out and the shrink.
-	if allowed := ok && g.MasterID == id && len(set)-1 < want.WaitReplicas; !allowed {
-		want.AllowFewer, want.MinReplicas = false, 0
-	}
-	if n.replicationPolicy().AllowFewer != want.AllowFewer {
-		n.setReplicationPolicy(want)
-		n.log.Info("cluster mode: acks with fewer in-sync replicas", "allowed", want.AllowFewer, "sync_state_set", g.SyncStateSet, "in_sync", n.host.InSync())
-	}
 }
 
 // stop stops heartbeating and acting on changes.
