@@ -21,7 +21,7 @@ import (
 )
 
 // benchStore opens a store with its host in a temporary directory.
-func benchStore(b *testing.B) (*core.Store, *storehost.Host) {
+func benchStore(b testing.TB) (*core.Store, *storehost.Host) {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var clock atomic.Int64
@@ -35,7 +35,7 @@ func benchStore(b *testing.B) (*core.Store, *storehost.Host) {
 	return s, storehost.New(s, log)
 }
 
-func freeAddr(b *testing.B) string {
+func freeAddr(b testing.TB) string {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,12 +45,13 @@ func freeAddr(b *testing.B) string {
 	return ln.Addr().String()
 }
 
-// startEcho configures and starts an echo instance in role on host.
-func startEcho(b *testing.B, host sdk.Host, role, addr, peer string) {
+// startEcho configures and starts an echo instance in role on host, with
+// the [replication.config] table conf (the defaults when empty).
+func startEcho(b testing.TB, host sdk.Host, role, addr, peer, conf string) *echo.Plugin {
 	b.Helper()
 	p := echo.New()
 	cfg := sdk.Config{Name: "echo", Section: "replication", Role: role, Addr: addr, PeerAddr: peer, Secret: "bench",
-		Document: []byte("[replication.config]\nwait_replicas = 1\n"), DataDir: b.TempDir()}
+		Document: []byte("[replication.config]\n" + conf + "\n"), DataDir: b.TempDir()}
 	ctx := context.Background()
 	if err := p.Configure(ctx, cfg); err != nil {
 		b.Fatal(err)
@@ -59,6 +60,7 @@ func startEcho(b *testing.B, host sdk.Host, role, addr, peer string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.Stop(context.Background()) })
+	return p
 }
 
 // BenchmarkSyncAck: producers append 1 KiB records on the master and
@@ -72,8 +74,8 @@ func BenchmarkSyncAck(b *testing.B) {
 			ms, mh := benchStore(b)
 			_, sh := benchStore(b)
 			addr := freeAddr(b)
-			startEcho(b, mh, "master", addr, "")
-			startEcho(b, sh, "slave", "", addr)
+			startEcho(b, mh, "master", addr, "", "wait_replicas = 1")
+			startEcho(b, sh, "slave", "", addr, "wait_replicas = 1")
 			deadline := time.Now().Add(5 * time.Second)
 			for mh.InSync() < 1 {
 				if time.Now().After(deadline) {

@@ -6,6 +6,11 @@
 // acknowledged offset with Host.ReportReplication, which releases
 // producers' acks when the policy waits for replicas.
 //
+// Each slave names itself with an id kept in its DataDir (identity.go);
+// the master keeps one replica per id, and a slave that reconnects
+// replaces its previous connection, so it never counts twice towards
+// wait_replicas.
+//
 // It runs in-process (echo.New() handed to the host) or as an external
 // plugin binary (cmd/replication-echo, which calls sdk.Serve).
 //
@@ -27,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -68,19 +74,27 @@ type Plugin struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	id string // slave: its identity (loadOrCreateID), sent in every hello
+
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    map[net.Conn]struct{}
-	replicas map[*replica]struct{}
-	acked    int64 // last AckedOffset reported (never decreases)
+	replicas map[string]*replica // master: the connected slaves by id, one connection each
+	acked    int64               // last AckedOffset reported (never decreases)
 	kick     chan struct{}
 }
 
-// replica is one connected slave, on the master.
+// replica is one connected slave, on the master: the newest connection
+// from the slave with this id.
 type replica struct {
-	addr    string
+	id      string
+	addr    string   // the connection's remote address
+	conn    net.Conn // closed when a newer connection with the same id replaces it
 	ack     int64
 	contact time.Time
+	// replaced: a newer connection took this one's place (set under
+	// Plugin.mu), so its end is expected and not worth a warning.
+	replaced bool
 }
 
 var (
@@ -172,15 +186,22 @@ func (p *Plugin) AckPolicy() sdk.ReplicationPolicy {
 }
 
 // Start implements sdk.Plugin: a master listens on Config.Addr, a slave
+// reads (at its first start, creates) its identity in Config.DataDir and
 // connects to Config.PeerAddr (and reconnects, with backoff, whenever the
 // connection breaks).
 func (p *Plugin) Start(ctx context.Context, host sdk.Host) error {
 	p.host = host
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.conns = map[net.Conn]struct{}{}
-	p.replicas = map[*replica]struct{}{}
+	p.replicas = map[string]*replica{}
 	p.kick = make(chan struct{}, 1)
 	if p.cfg.Role == "slave" {
+		id, err := loadOrCreateID(p.cfg.DataDir)
+		if err != nil {
+			p.cancel()
+			return err
+		}
+		p.id = id
 		p.wg.Add(1)
 		go p.slaveLoop()
 		return nil
@@ -228,17 +249,20 @@ func (p *Plugin) Status(ctx context.Context) ([]byte, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	type rs struct {
+		ID   string `json:"id"`
 		Addr string `json:"addr"`
 		Ack  int64  `json:"ack"`
 	}
 	st := struct {
 		Role     string `json:"role"`
+		ID       string `json:"id,omitempty"` // a slave's own id
 		Acked    int64  `json:"acked"`
 		Replicas []rs   `json:"replicas"`
-	}{Role: p.cfg.Role, Acked: p.acked}
-	for r := range p.replicas {
-		st.Replicas = append(st.Replicas, rs{r.addr, r.ack})
+	}{Role: p.cfg.Role, ID: p.id, Acked: p.acked, Replicas: []rs{}}
+	for _, r := range p.replicas {
+		st.Replicas = append(st.Replicas, rs{r.id, r.addr, r.ack})
 	}
+	slices.SortFunc(st.Replicas, func(a, b rs) int { return strings.Compare(a.ID, b.ID) })
 	return json.Marshal(st)
 }
 
@@ -297,6 +321,11 @@ func (p *Plugin) acceptLoop() {
 func (p *Plugin) serveSlave(c net.Conn) error {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	h, err := readHello(c)
+	var ve *versionError
+	if errors.As(err, &ve) {
+		writeReply(c, statusBadVersion, protoVersion)
+		drainAndClose(c)
+	}
 	if err != nil {
 		return err
 	}
@@ -322,18 +351,31 @@ func (p *Plugin) serveSlave(c net.Conn) error {
 	if err := writeReply(c, statusOK, from); err != nil {
 		return err
 	}
-	r := &replica{addr: c.RemoteAddr().String(), ack: from, contact: time.Now()}
+	r := &replica{id: h.id, addr: c.RemoteAddr().String(), conn: c, ack: from, contact: time.Now()}
 	p.mu.Lock()
-	p.replicas[r] = struct{}{}
+	old := p.replicas[r.id]
+	if old != nil {
+		old.replaced = true
+	}
+	p.replicas[r.id] = r
 	p.mu.Unlock()
-	p.kickReport()
 	defer func() {
 		p.mu.Lock()
-		delete(p.replicas, r)
+		if p.replicas[r.id] == r { // not replaced by a newer connection
+			delete(p.replicas, r.id)
+		}
 		p.mu.Unlock()
 		p.kickReport()
 	}()
-	p.logf(slog.LevelInfo, "slave connected", "slave", r.addr, "from", fmt.Sprint(from))
+	if old != nil {
+		// The slave reconnected before its old connection ended (a
+		// partition, a restart): the old one no longer counts, and
+		// closing it ends its goroutines.
+		old.conn.Close()
+		p.logf(slog.LevelInfo, "slave reconnected; its previous connection is closed", "id", r.id, "slave", r.addr, "previous", old.addr)
+	}
+	p.kickReport()
+	p.logf(slog.LevelInfo, "slave connected", "id", r.id, "slave", r.addr, "from", fmt.Sprint(from))
 
 	errc := make(chan error, 2)
 	go func() { errc <- p.readAcks(c, r) }()
@@ -341,7 +383,25 @@ func (p *Plugin) serveSlave(c net.Conn) error {
 	err = <-errc
 	c.Close()
 	<-errc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.replaced {
+		return nil
+	}
 	return err
+}
+
+// drainAndClose ends a connection whose peer may still be sending (the
+// rest of a hello this master did not read): it half-closes, then reads
+// and drops what arrives for up to a second, so that the reply already
+// written reaches the peer rather than being lost to a reset.
+func drainAndClose(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	c.Close()
 }
 
 // stream sends the log from offset from, then new bytes as they are
@@ -435,18 +495,19 @@ func (p *Plugin) reportLoop() {
 
 // state computes the replication state: the policy says how far the
 // connected slaves' acknowledgements reach (by default, the offset
-// wait_replicas of them acknowledged), and AckedOffset is never lower
-// than what was reported before.
+// wait_replicas of them acknowledged; each slave counts once, by its
+// newest connection), and AckedOffset is never lower than what was
+// reported before.
 func (p *Plugin) state() sdk.ReplicationState {
 	pos, _ := p.host.Positions(p.ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := sdk.ReplicationState{}
 	var rs []replication.Replica
-	for r := range p.replicas {
-		rs = append(rs, replication.Replica{ID: r.addr, Addr: r.addr, Acked: r.ack, Received: r.ack, InSync: true})
+	for _, r := range p.replicas {
+		rs = append(rs, replication.Replica{ID: r.id, Addr: r.addr, Acked: r.ack, Received: r.ack, InSync: true})
 		st.Replicas = append(st.Replicas, sdk.ReplicaState{
-			ID: r.addr, Addr: r.addr, AckOffset: r.ack, LagBytes: max(pos.Committed-r.ack, 0),
+			ID: r.id, Addr: r.addr, AckOffset: r.ack, LagBytes: max(pos.Committed-r.ack, 0),
 			InSync: true, Connected: true, LastContact: r.contact,
 		})
 	}
@@ -506,7 +567,7 @@ func (p *Plugin) followOnce() error {
 	if pos.Min == 0 && pos.Committed == 0 {
 		from = -1 // empty: start wherever the master's log starts
 	}
-	if err := writeHello(c, hello{secret: p.cfg.Secret, from: from}); err != nil {
+	if err := writeHello(c, hello{secret: p.cfg.Secret, id: p.id, from: from}); err != nil {
 		return err
 	}
 	c.SetReadDeadline(time.Now().Add(readTimeout))
@@ -514,7 +575,11 @@ func (p *Plugin) followOnce() error {
 	if err != nil {
 		return err
 	}
-	if status != statusOK {
+	switch status {
+	case statusOK:
+	case statusBadVersion:
+		return fmt.Errorf("master refused: it speaks echo protocol version %d, this slave version %d (run the same plugin version on both)", start, protoVersion)
+	default:
 		return fmt.Errorf("master refused (status %d, its offset %d)", status, start)
 	}
 	acked := start

@@ -7,21 +7,39 @@ import (
 	"testing"
 )
 
-// FuzzReadHello: the master's decoder of a slave's hello never panics,
-// and whatever it accepts encodes back to the same bytes.
+// FuzzReadHello: the master's decoder of a slave's hello never panics;
+// whatever it accepts has a valid id and encodes back to the bytes it
+// read; whatever it refuses is a read error or wraps errProtocol, and a
+// hello of another version is a *versionError naming that version.
 func FuzzReadHello(f *testing.F) {
 	var b bytes.Buffer
-	writeHello(&b, hello{secret: "s3cret", from: 4096})
+	writeHello(&b, hello{secret: "s3cret", id: "0123456789abcdef0123456789abcdef", from: 4096})
 	f.Add(b.Bytes())
 	b.Reset()
-	writeHello(&b, hello{from: -1})
+	writeHello(&b, hello{id: "slave-1.zone:a_b", from: -1})
 	f.Add(b.Bytes())
-	f.Add([]byte("ECHO\x01\xff\xff"))
-	f.Add([]byte("ECHO\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte("ECHO\x01\x00\x06s3cret\x00\x00\x00\x00\x00\x00\x10\x00")) // version 1: no id
+	f.Add([]byte("ECHO\x02\xff\xff"))
+	f.Add([]byte("ECHO\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"))    // empty id
+	f.Add([]byte("ECHO\x02\x00\x00\x41" + string(make([]byte, 73))))         // id too long
+	f.Add([]byte("ECHO\x02\x00\x00\x02a\n\x00\x00\x00\x00\x00\x00\x00\x00")) // a control byte in the id
 	f.Fuzz(func(t *testing.T, in []byte) {
 		h, err := readHello(bytes.NewReader(in))
 		if err != nil {
+			var ve *versionError
+			switch {
+			case errors.As(err, &ve):
+				if len(in) < 5 || in[4] == protoVersion || ve.got != in[4] {
+					t.Fatalf("version error %v for input %x", err, in)
+				}
+			case errors.Is(err, errProtocol), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			default:
+				t.Fatalf("unexpected error kind: %v", err)
+			}
 			return
+		}
+		if err := validID(h.id); err != nil || h.from < -1 {
+			t.Fatalf("accepted hello %+v: %v", h, err)
 		}
 		var out bytes.Buffer
 		if err := writeHello(&out, h); err != nil {

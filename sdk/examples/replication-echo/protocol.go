@@ -7,28 +7,36 @@ import (
 	"io"
 )
 
-// The echo wire protocol, over one TCP connection per slave. All integers
-// are big-endian.
+// The echo wire protocol, version 2, over one TCP connection per slave.
+// All integers are big-endian.
 //
-//	slave → master   hello:  "ECHO" | version u8 (1) | secret length u16 | secret | from i64
+//	slave → master   hello:  "ECHO" | version u8 (2) | secret length u16 | secret | id length u8 | id | from i64
 //	master → slave   reply:  status u8 | start i64
 //	master → slave   frames: 'D' | offset i64 | length u32 | log bytes   (whole records, as Host.ReadLog returned them)
 //	                         'H' | master committed i64                   (heartbeat while idle)
 //	slave → master   acks:   offset i64                                    (the slave's committed offset after appending)
 //
-// from is the slave's committed offset, or -1 when its log is empty (the
-// master then starts at its own minimum offset). start is where the
-// master's frames begin.
-
+// id is the slave's identity, stable across its restarts and reconnects
+// (see loadOrCreateID): the master keeps one replica per id, so a slave
+// that reconnects before its old connection has closed replaces that
+// connection instead of counting twice. from is the slave's committed
+// offset, or -1 when its log is empty (the master then starts at its own
+// minimum offset). start is where the master's frames begin; with
+// statusBadVersion it is the protocol version the master speaks.
+//
+// Version 1's hello had no id; a version 1 slave is refused with
+// statusBadVersion (its layout is not read past the version byte).
 const (
 	helloMagic   = "ECHO"
-	protoVersion = 1
+	protoVersion = 2
 	maxSecret    = 4096
+	maxID        = 64
 
 	statusOK          = 0
 	statusBadSecret   = 1
 	statusSlaveAhead  = 2 // the slave holds bytes the master does not
 	statusSlaveBehind = 3 // the slave's log ends below the master's minimum
+	statusBadVersion  = 4 // the slave speaks another protocol version
 
 	frameData      = 'D'
 	frameHeartbeat = 'H'
@@ -37,28 +45,61 @@ const (
 // errProtocol marks malformed input from the peer.
 var errProtocol = errors.New("echo protocol error")
 
+// versionError is a hello of a protocol version other than protoVersion.
+// It wraps errProtocol.
+type versionError struct{ got byte }
+
+func (e *versionError) Error() string {
+	return fmt.Sprintf("the slave speaks echo protocol version %d; this master speaks version %d only (upgrade the slave's plugin)", e.got, protoVersion)
+}
+
+func (e *versionError) Unwrap() error { return errProtocol }
+
 type hello struct {
 	secret string
+	id     string // the slave's identity (validID)
 	from   int64
+}
+
+// validID reports whether id can name a slave: 1 to maxID bytes of ASCII
+// letters, digits and ". _ : -" (so that it logs and prints as it is).
+func validID(id string) error {
+	if id == "" || len(id) > maxID {
+		return fmt.Errorf("slave id of %d bytes (want 1 to %d)", len(id), maxID)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return fmt.Errorf("slave id %q: byte %#x at %d is not a letter, digit or one of . _ : -", id, c, i)
+		}
+	}
+	return nil
 }
 
 func writeHello(w io.Writer, h hello) error {
 	if len(h.secret) > maxSecret {
 		return fmt.Errorf("write hello: secret longer than %d bytes", maxSecret)
 	}
-	b := make([]byte, 0, 4+1+2+len(h.secret)+8)
+	if err := validID(h.id); err != nil {
+		return fmt.Errorf("write hello: %w", err)
+	}
+	b := make([]byte, 0, 4+1+2+len(h.secret)+1+len(h.id)+8)
 	b = append(b, helloMagic...)
 	b = append(b, protoVersion)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(h.secret)))
 	b = append(b, h.secret...)
+	b = append(b, byte(len(h.id)))
+	b = append(b, h.id...)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.from))
 	_, err := w.Write(b)
 	return err
 }
 
-// readHello decodes a slave's hello.
+// readHello decodes a slave's hello. Malformed input returns an error
+// wrapping errProtocol; a hello of another version, a *versionError
+// (nothing after its version byte is read).
 func readHello(r io.Reader) (hello, error) {
-	var head [7]byte
+	var head [5]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return hello{}, fmt.Errorf("read hello: %w", err)
 	}
@@ -66,17 +107,32 @@ func readHello(r io.Reader) (hello, error) {
 		return hello{}, fmt.Errorf("read hello: bad magic %q: %w", head[:4], errProtocol)
 	}
 	if head[4] != protoVersion {
-		return hello{}, fmt.Errorf("read hello: version %d, want %d: %w", head[4], protoVersion, errProtocol)
+		return hello{}, fmt.Errorf("read hello: %w", &versionError{got: head[4]})
 	}
-	n := int(binary.BigEndian.Uint16(head[5:]))
+	var lb [2]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return hello{}, fmt.Errorf("read hello: %w", err)
+	}
+	n := int(binary.BigEndian.Uint16(lb[:]))
 	if n > maxSecret {
-		return hello{}, fmt.Errorf("read hello: secret of %d bytes: %w", n, errProtocol)
+		return hello{}, fmt.Errorf("read hello: secret of %d bytes (max %d): %w", n, maxSecret, errProtocol)
 	}
-	rest := make([]byte, n+8)
+	secret := make([]byte, n+1) // the secret and the id's length
+	if _, err := io.ReadFull(r, secret); err != nil {
+		return hello{}, fmt.Errorf("read hello: %w", err)
+	}
+	idLen := int(secret[n])
+	if idLen == 0 || idLen > maxID {
+		return hello{}, fmt.Errorf("read hello: slave id of %d bytes (want 1 to %d): %w", idLen, maxID, errProtocol)
+	}
+	rest := make([]byte, idLen+8)
 	if _, err := io.ReadFull(r, rest); err != nil {
 		return hello{}, fmt.Errorf("read hello: %w", err)
 	}
-	h := hello{secret: string(rest[:n]), from: int64(binary.BigEndian.Uint64(rest[n:]))}
+	h := hello{secret: string(secret[:n]), id: string(rest[:idLen]), from: int64(binary.BigEndian.Uint64(rest[idLen:]))}
+	if err := validID(h.id); err != nil {
+		return hello{}, fmt.Errorf("read hello: %w: %w", err, errProtocol)
+	}
 	if h.from < -1 {
 		return hello{}, fmt.Errorf("read hello: from %d: %w", h.from, errProtocol)
 	}
