@@ -3,12 +3,14 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
 )
@@ -95,7 +97,15 @@ func (s *pluginServer) start(ctx context.Context, kind Kind, req *pluginpb.Start
 	if err != nil {
 		return fmt.Errorf("start %s plugin: dial host callbacks: %w: %w", kind, ErrUnavailable, err)
 	}
-	h := newRemoteHost(conn)
+	var lane *pluginlane.Conn
+	var laneErr error
+	if addr := req.GetLaneAddr(); addr != "" {
+		lane, laneErr = pluginlane.Dial(ctx, addr, req.GetLaneToken())
+	}
+	h := newRemoteHost(conn, lane)
+	if laneErr != nil {
+		h.Log(ctx, int(slog.LevelWarn), "plugin lane unavailable: Host calls use gRPC", map[string]string{"err": laneErr.Error()})
+	}
 	if err := s.p.Start(ctx, h); err != nil {
 		h.close()
 		return err

@@ -9,16 +9,20 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
 )
 
-// remoteHost is the Host an external plugin receives: every call goes over
-// one brokered connection to the host. WaitCommitted is answered from a
-// cached committed offset that one server stream keeps current, and Log
-// lines are queued and sent in batches.
+// remoteHost is the Host an external plugin receives: every call goes to
+// the host over its lane (package internal/pluginlane) when the host
+// offered one and it connected, else over the brokered gRPC connection;
+// the two carry the same service. WaitCommitted is answered from a cached
+// committed offset that one server stream keeps current, and Log lines
+// are queued and sent in batches.
 type remoteHost struct {
 	conn   *grpc.ClientConn
+	lane   *pluginlane.Conn // nil: none
 	c      pluginpb.HostClient
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -49,10 +53,16 @@ type remoteHost struct {
 // counted in the next line sent) rather than blocking the plugin.
 const maxQueuedLogLines = 4096
 
-func newRemoteHost(conn *grpc.ClientConn) *remoteHost {
+// newRemoteHost calls the host over lane when it is not nil, else over
+// conn.
+func newRemoteHost(conn *grpc.ClientConn, lane *pluginlane.Conn) *remoteHost {
 	ctx, cancel := context.WithCancel(context.Background())
+	c := pluginpb.NewHostClient(conn)
+	if lane != nil {
+		c = pluginpb.NewHostClient(lane)
+	}
 	h := &remoteHost{
-		conn: conn, c: pluginpb.NewHostClient(conn), ctx: ctx, cancel: cancel,
+		conn: conn, lane: lane, c: c, ctx: ctx, cancel: cancel,
 		notify: make(chan struct{}), lwake: make(chan struct{}, 1), ldone: make(chan struct{}),
 	}
 	go h.logLoop()
@@ -81,6 +91,9 @@ func (h *remoteHost) close() {
 	h.wmu.Unlock()
 	h.cancel()
 	h.watchWG.Wait()
+	if h.lane != nil {
+		_ = h.lane.Close()
+	}
 	_ = h.conn.Close()
 }
 

@@ -559,8 +559,14 @@ func (x *ReplicationPolicy) GetMinReplicas() int32 {
 // Host service for this plugin; the plugin dials it once and reuses the
 // connection for every callback until Stop.
 type StartRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HostBrokerId  uint32                 `protobuf:"varint,1,opt,name=host_broker_id,json=hostBrokerId,proto3" json:"host_broker_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	HostBrokerId uint32                 `protobuf:"varint,1,opt,name=host_broker_id,json=hostBrokerId,proto3" json:"host_broker_id,omitempty"`
+	// lane_addr, if set, is a unix socket the host listens on for one
+	// connection: the plugin may carry its Host calls over it (package
+	// internal/pluginlane) instead of the brokered gRPC connection, after
+	// sending lane_token. A plugin that ignores it uses gRPC.
+	LaneAddr      string `protobuf:"bytes,2,opt,name=lane_addr,json=laneAddr,proto3" json:"lane_addr,omitempty"`
+	LaneToken     []byte `protobuf:"bytes,3,opt,name=lane_token,json=laneToken,proto3" json:"lane_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -600,6 +606,20 @@ func (x *StartRequest) GetHostBrokerId() uint32 {
 		return x.HostBrokerId
 	}
 	return 0
+}
+
+func (x *StartRequest) GetLaneAddr() string {
+	if x != nil {
+		return x.LaneAddr
+	}
+	return ""
+}
+
+func (x *StartRequest) GetLaneToken() []byte {
+	if x != nil {
+		return x.LaneToken
+	}
+	return nil
 }
 
 type Bytes struct {
@@ -1622,9 +1642,12 @@ const file_keelplugin_proto_rawDesc = "" +
 	"\x18visible_after_replicated\x18\x03 \x01(\bR\x16visibleAfterReplicated\x12\x1f\n" +
 	"\vallow_fewer\x18\x04 \x01(\bR\n" +
 	"allowFewer\x12!\n" +
-	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"4\n" +
+	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"p\n" +
 	"\fStartRequest\x12$\n" +
-	"\x0ehost_broker_id\x18\x01 \x01(\rR\fhostBrokerId\"\x1b\n" +
+	"\x0ehost_broker_id\x18\x01 \x01(\rR\fhostBrokerId\x12\x1b\n" +
+	"\tlane_addr\x18\x02 \x01(\tR\blaneAddr\x12\x1d\n" +
+	"\n" +
+	"lane_token\x18\x03 \x01(\fR\tlaneToken\"\x1b\n" +
 	"\x05Bytes\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"#\n" +
 	"\vEpochNumber\x12\x14\n" +

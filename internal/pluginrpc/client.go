@@ -22,6 +22,10 @@ type Client struct {
 	desc *pluginpb.Description
 	path string
 	log  *slog.Logger
+	// socketDir is where lanes listen (DialOptions.SocketDir); noLane
+	// keeps Host calls on gRPC (DialOptions.NoLane).
+	socketDir string
+	noLane    bool
 
 	once  sync.Once
 	flush *RemoteFlushStrategy

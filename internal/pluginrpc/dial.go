@@ -38,6 +38,12 @@ type DialOptions struct {
 	// socket file behind, so a host should use a directory it owns and
 	// cleans. Empty means the system temporary directory.
 	SocketDir string
+	// NoLane keeps the plugin's Host calls on the brokered gRPC
+	// connection. By default each started plugin is also offered a lane
+	// (package pluginlane: the same calls over a plain unix socket in
+	// SocketDir, several times cheaper), which a plugin built with this
+	// SDK takes.
+	NoLane bool
 	// StartTimeout bounds the handshake. 0 means the context's deadline,
 	// or 30 s without one.
 	StartTimeout time.Duration
@@ -122,6 +128,7 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 			}
 			return nil, r.err
 		}
+		r.c.socketDir, r.c.noLane = o.SocketDir, o.NoLane
 		return r.c, nil
 	case <-ctx.Done():
 		go func() { <-ch; pc.Kill() }()

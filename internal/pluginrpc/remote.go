@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
 	"github.com/keelmq/keel/sdk"
@@ -29,7 +30,8 @@ type remotePlugin struct {
 	base pluginpb.PluginClient
 
 	mu      sync.Mutex
-	hostSrv *grpc.Server // serving Host to the plugin while started
+	hostSrv *grpc.Server       // serving Host to the plugin while started
+	lane    *pluginlane.Server // the same, over the lane, while started (nil: none)
 	resp    *pluginpb.ConfigureResponse
 }
 
@@ -66,15 +68,24 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 	r.mu.Unlock()
 	broker := r.c.conn.Broker
 	id := broker.NextId()
+	hs := &hostServer{h: host}
 	srvCh := make(chan *grpc.Server, 1)
 	go broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
 		s := grpc.NewServer(append(opts, pluginwire.ServerOptions()...)...)
-		pluginpb.RegisterHostServer(s, &hostServer{h: host})
+		pluginpb.RegisterHostServer(s, hs)
 		srvCh <- s
 		return s
 	})
-	_, err := r.lc.Start(ctx, &pluginpb.StartRequest{HostBrokerId: id})
+	req := &pluginpb.StartRequest{HostBrokerId: id}
+	lane := r.openLane(hs)
+	if lane != nil {
+		req.LaneAddr, req.LaneToken = lane.Addr(), lane.Token()
+	}
+	_, err := r.lc.Start(ctx, req)
 	if err != nil {
+		if lane != nil {
+			lane.Close()
+		}
 		// The broker creates the server as soon as its listener exists;
 		// stop it when it does (it never does if the listener failed).
 		go func() {
@@ -96,9 +107,44 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 		return fmt.Errorf("start %s plugin %s: plugin exited: %w", r.kind, r.c.path, sdk.ErrUnavailable)
 	}
 	r.mu.Lock()
-	r.hostSrv = srv
+	r.hostSrv, r.lane = srv, lane
 	r.mu.Unlock()
 	return nil
+}
+
+// laneAcceptWithin bounds how long a lane waits for the plugin to dial it
+// (the plugin dials it inside its Start, before answering).
+const laneAcceptWithin = time.Minute
+
+// openLane listens for the plugin's lane (package pluginlane) serving hs,
+// unless the Client was dialed without one; nil when it cannot (the
+// plugin then uses gRPC alone, as one built before lanes does).
+func (r *remotePlugin) openLane(hs *hostServer) *pluginlane.Server {
+	if r.c.noLane {
+		return nil
+	}
+	lane, err := pluginlane.NewServer(r.c.socketDir, &pluginpb.Host_ServiceDesc, hs)
+	if err != nil {
+		r.c.log.Warn("plugin lane unavailable: Host calls use gRPC", "kind", r.kind, "err", err)
+		return nil
+	}
+	go func() {
+		if err := lane.Serve(laneAcceptWithin); err != nil {
+			r.c.log.Debug("plugin lane ended", "kind", r.kind, "err", err)
+		}
+	}()
+	return lane
+}
+
+// LaneCalls is the number of Host calls the plugin made over its lane
+// since it was last started (0 when it uses gRPC alone).
+func (r *remotePlugin) LaneCalls() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lane == nil {
+		return 0
+	}
+	return r.lane.Calls()
 }
 
 // Stop implements sdk.Plugin: the plugin's Stop runs in its process, then
@@ -106,11 +152,14 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 func (r *remotePlugin) Stop(ctx context.Context) error {
 	_, err := r.lc.Stop(ctx, &pluginpb.Empty{})
 	r.mu.Lock()
-	srv := r.hostSrv
+	srv, lane := r.hostSrv, r.lane
 	r.hostSrv = nil
 	r.mu.Unlock()
 	if srv != nil {
 		srv.Stop()
+	}
+	if lane != nil {
+		lane.Close()
 	}
 	return pluginwire.FromStatus(err)
 }

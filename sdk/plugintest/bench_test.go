@@ -17,7 +17,7 @@ import (
 // (external), measured on the two paths that cross the boundary: a plugin's
 // call into the Host, and one Index batch of 1000 records.
 
-func benchIndexer(b *testing.B, external bool) sdk.Indexer {
+func benchIndexer(b *testing.B, external, noLane bool) sdk.Indexer {
 	b.Helper()
 	_, h := hostEnv(b, nil)
 	var x sdk.Indexer
@@ -25,7 +25,7 @@ func benchIndexer(b *testing.B, external bool) sdk.Indexer {
 		bin := plugintest.Build(b, testPluginPkg)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(slog.DiscardHandler), SocketDir: b.TempDir()})
+		c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(slog.DiscardHandler), SocketDir: b.TempDir(), NoLane: noLane})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -47,12 +47,13 @@ func benchIndexer(b *testing.B, external bool) sdk.Indexer {
 	return x
 }
 
-// BenchmarkHostCall: one Host.Positions call made by the plugin. The
+// BenchmarkHostCall: one Host.Positions call made by the plugin (external:
+// over the lane; external-grpc: over the brokered gRPC connection). The
 // plugin makes b.N calls inside one Query; ns/op is the time per call.
 func BenchmarkHostCall(b *testing.B) {
-	for _, mode := range []string{"builtin", "external"} {
+	for _, mode := range []string{"builtin", "external", "external-grpc"} {
 		b.Run(mode, func(b *testing.B) {
-			x := benchIndexer(b, mode == "external")
+			x := benchIndexer(b, mode != "builtin", mode == "external-grpc")
 			b.ResetTimer()
 			res, err := x.Query(context.Background(), sdk.Query{Topic: "__host", Key: fmt.Sprintf("positions %d", b.N), Max: 1})
 			b.StopTimer()
@@ -73,9 +74,9 @@ func BenchmarkIndexBatch1000(b *testing.B) {
 			TagsCode: 42, StoreTimestamp: 1_700_000_000_000 + int64(i), Keys: fmt.Sprintf("order-%d customer-%d", i, i%97),
 			UniqKey: fmt.Sprintf("7F0000010001%020X", i)}
 	}
-	for _, mode := range []string{"builtin", "external"} {
+	for _, mode := range []string{"builtin", "external", "external-grpc"} {
 		b.Run(mode, func(b *testing.B) {
-			x := benchIndexer(b, mode == "external")
+			x := benchIndexer(b, mode != "builtin", mode == "external-grpc")
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -456,3 +456,48 @@ func TestDialChecks(t *testing.T) {
 		t.Error("dial with an expired context succeeded")
 	}
 }
+
+// TestHostCallsTakeTheLane: a started external plugin makes its Host
+// calls over the lane the host offered (package internal/pluginlane), and
+// with DialOptions.NoLane over gRPC alone, with the same answers.
+func TestHostCallsTakeTheLane(t *testing.T) {
+	for _, noLane := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noLane=%v", noLane), func(t *testing.T) {
+			s, h := hostEnv(t, nil)
+			appendN(t, s, 3)
+			logs := &capture{}
+			bin := plugintest.Build(t, testPluginPkg)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(logs), SocketDir: t.TempDir(), NoLane: noLane})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Kill)
+			x, err := c.Indexer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Configure(ctx, sdk.Config{Name: "probe", Section: "index", Document: []byte("schema = 1\n"), DataDir: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Start(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+			defer x.Stop(context.Background())
+			if _, err := x.Query(ctx, sdk.Query{Topic: "__host", Key: "positions 10", Max: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, warned := logs.find("plugin lane unavailable: Host calls use gRPC"); warned {
+				t.Error("the plugin could not use the lane")
+			}
+			got := x.LaneCalls()
+			if noLane && got != 0 {
+				t.Errorf("NoLane: %d calls over a lane", got)
+			}
+			if !noLane && got < 10 {
+				t.Errorf("%d Host calls over the lane, want at least the probe's 10", got)
+			}
+		})
+	}
+}
