@@ -36,7 +36,7 @@ var _ grpc.ClientConnInterface = (*Conn)(nil)
 // pending is a call waiting for its reply, or a stream for its messages.
 type pending struct {
 	mu     sync.Mutex
-	frames []frame        // replies, pushes and the end, in arrival order
+	frames []frame       // replies, pushes and the end, in arrival order
 	wake   chan struct{} // signalled (capacity 1) when frames grows
 }
 
