@@ -158,29 +158,11 @@ func TestClusterMinInSyncAcksAloneOnlyAfterTheControllerShrinks(t *testing.T) {
 		return append(clusterBrokerSets(ctl, dir, ha), "replication.plugin=sync",
 			"replication.config.min_in_sync_replicas=0", "replication.config.max_lag_time=300ms")
 	}
-	startWith := func(sets []string) *Node {
-		t.Helper()
-		p, err := profile.LoadBytes("cluster.toml", []byte("schema = 1\n"), sets)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := Start(context.Background(), p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: clusterCatalog()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Stop(context.Background()) })
-		return n
-	}
-	a := startWith(broker(t.TempDir(), freeAddr(t)))
-	b := startWith(broker(t.TempDir(), freeAddr(t)))
+	a := startSyncClusterNode(t, broker(t.TempDir(), freeAddr(t)))
+	b := startSyncClusterNode(t, broker(t.TempDir(), freeAddr(t)))
 	ack := func() storehostAckStatus {
-		r, err := a.store.Append(&record.Message{Topic: "ClusterMin", Body: []byte("x")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan storehostAckStatus, 1)
-		a.host.Ack(a.ackPolicy(), r.End(), func(st storehostAckStatus) { got <- st })
-		return <-got
+		st, _ := appendAndAck(t, a, "ClusterMin")
+		return st
 	}
 	waitUntil(t, 10*time.Second, "a writable with b in its SyncStateSet", func() bool {
 		_, g, _ := a.cluster.state()
