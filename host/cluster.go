@@ -214,6 +214,7 @@ func (c *clusterMember) apply(ctx context.Context) {
 			n.log.Error("cluster mode: promotion failed", "err", err)
 			return
 		}
+		c.gateFewer() // promote installed the replicator's own policy
 	case g.MasterID != 0 && g.MasterID != id:
 		m, _ := g.Master()
 		if !n.slave.Load() || n.peerAddr() != m.HAAddr {

@@ -89,11 +89,13 @@ func (h *Host) covered(r CoverRequirement) (off int64, refuse bool) {
 	reps := h.state.Replicas
 	var held []int64 // AckOffsets of the connected replicas
 	inSync := 0
-	for _, rep := range reps {
-		if rep.Connected {
-			held = append(held, rep.AckOffset)
-			if rep.InSync {
-				inSync++
+	if r.AtLeast > 0 {
+		for _, rep := range reps {
+			if rep.Connected {
+				held = append(held, rep.AckOffset)
+				if rep.InSync {
+					inSync++
+				}
 			}
 		}
 	}

@@ -1,0 +1,63 @@
+package host
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/keelmq/keel/host/controller"
+)
+
+// TestMemberReplicas: a member streams under its HA address; at an
+// address registered twice (a wiped disk) only the newest member maps;
+// the master itself and a member without an HA address do not.
+func TestMemberReplicas(t *testing.T) {
+	g := controller.Group{Members: []controller.Member{
+		{ID: 1, HAAddr: "h1"}, // the master
+		{ID: 2, HAAddr: "h2"}, // wiped: 4 runs at h2 now
+		{ID: 3, HAAddr: "h3"}, //
+		{ID: 4, HAAddr: "h2"}, //
+		{ID: 5},               // no HA address
+		{ID: 6, HAAddr: "h1"}, // a later member at the master's address
+		{ID: 7, HAAddr: "h7", Addr: "x"},
+	}}
+	got := memberReplicas(g, 1)
+	want := map[int64]string{3: "h3", 4: "h2", 6: "h1", 7: "h7"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("memberReplicas = %v, want %v", got, want)
+	}
+	for replica, member := range map[string]int64{"h2": 4, "h3": 3, "nobody": 0} {
+		if m := replicaMember(got, replica); m != member {
+			t.Errorf("replicaMember(%q) = %d, want %d", replica, m, member)
+		}
+	}
+}
+
+// TestSyncStateSetsMaximal: the maximal set is the committed one with
+// every proposal that may still commit on top of it; an accepted proposal
+// newer than the heartbeat's view is the committed set; proposals on an
+// older set epoch or master epoch are dropped.
+func TestSyncStateSetsMaximal(t *testing.T) {
+	c := &clusterMember{}
+	g := controller.Group{MasterID: 1, MasterEpoch: 3, SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 5}
+	c.pending = []pendingSet{
+		{set: []int64{1, 2, 3}, base: 5, masterEpoch: 3},
+		{set: []int64{1, 4}, base: 5, masterEpoch: 3},
+		{set: []int64{1, 9}, base: 4, masterEpoch: 3}, // its epoch has passed
+		{set: []int64{1, 8}, base: 5, masterEpoch: 2}, // an earlier mastership
+	}
+	committed, epoch, maximal := c.sets(g)
+	if !slices.Equal(committed, []int64{1, 2}) || epoch != 5 || !slices.Equal(maximal, []int64{1, 2, 3, 4}) {
+		t.Fatalf("sets = %v @%d, maximal %v; want [1 2] @5, maximal [1 2 3 4]", committed, epoch, maximal)
+	}
+	if len(c.pending) != 2 {
+		t.Fatalf("%d proposals kept, want 2: %+v", len(c.pending), c.pending)
+	}
+	// Our proposal {1, 4} was accepted at epoch 6; the view still says 5.
+	c.altered.set, c.altered.epoch, c.altered.masterEpoch = []int64{1, 4}, 6, 3
+	committed, epoch, maximal = c.sets(g)
+	if !slices.Equal(committed, []int64{1, 4}) || epoch != 6 || !slices.Equal(maximal, []int64{1, 4}) || len(c.pending) != 0 {
+		t.Fatalf("after the accepted proposal: %v @%d, maximal %v, pending %+v; want [1 4] @6, maximal [1 4], none pending",
+			committed, epoch, maximal, c.pending)
+	}
+}
