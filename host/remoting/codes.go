@@ -236,3 +236,18 @@ const (
 	// CodeCleanUnusedTopic is CLEAN_UNUSED_TOPIC.
 	CodeCleanUnusedTopic int16 = 316
 )
+
+// Controller-mode codes keel refuses with REQUEST_CODE_NOT_SUPPORTED
+// (issue #18; RocketMQ's RequestCode): host/controller says what keel
+// does instead.
+const (
+	// CodeNotifyBrokerRoleChanged is NOTIFY_BROKER_ROLE_CHANGED,
+	// controller → broker after an election.
+	CodeNotifyBrokerRoleChanged int16 = 1008
+	// CodeCleanBrokerData is CLEAN_BROKER_DATA, admin → controller.
+	CodeCleanBrokerData int16 = 1011
+	// CodeControllerGetNextBrokerID is CONTROLLER_GET_NEXT_BROKER_ID.
+	CodeControllerGetNextBrokerID int16 = 1012
+	// CodeControllerApplyBrokerID is CONTROLLER_APPLY_BROKER_ID.
+	CodeControllerApplyBrokerID int16 = 1013
+)
