@@ -13,7 +13,9 @@ import (
 )
 
 // Register installs the controller's handlers on rs: BROKER_HEARTBEAT
-// (904) and CONTROLLER_* 1001–1006. Call it before rs serves. Every code
+// (904) and CONTROLLER_* 1001–1006, and REQUEST_CODE_NOT_SUPPORTED
+// naming what keel does instead for 1008 and 1011–1013 (unsupported.go).
+// Call it before rs serves. Every code
 // but CONTROLLER_GET_METADATA_INFO is served by the leader only; a
 // follower (or a leader not yet caught up) answers CONTROLLER_NOT_LEADER
 // with the leader's id and remoting address in controllerLeaderId and
@@ -38,6 +40,7 @@ func (c *Controller) Register(rs *remoting.Server) {
 	rs.Handle(remoting.CodeControllerGetReplicaInfo, c.leaderOnly(c.handleReplicaInfo))
 	rs.Handle(remoting.CodeControllerGetSyncStateData, c.leaderOnly(c.handleSyncStateData))
 	rs.Handle(remoting.CodeControllerGetMetadataInfo, c.handleMetadata)
+	registerUnsupported(rs) // 1008, 1011-1013: REQUEST_CODE_NOT_SUPPORTED naming what keel does instead
 	rs.OnConnClose(func(conn *remoting.Conn) {
 		if c.live.connClosed(conn.ID()) {
 			c.kickScan()
