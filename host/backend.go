@@ -91,14 +91,19 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 	}
 	// Timer messages go to the timer topic, after the delay rewrite (a
 	// level wins over a timer).
-	timers := false
+	var dues []int64 // dues[i]: msgs[i]'s due time, 0 for a message not a timer
 	for i, m := range msgs {
 		due, err := b.n.timerRule.Rewrite(m, start)
 		if err != nil {
 			b.n.metrics.appendErrors.Inc()
 			return nil, fmt.Errorf("timer message %d of %d: %w", i+1, len(msgs), err)
 		}
-		timers = timers || due > 0
+		if due > 0 && dues == nil {
+			dues = make([]int64, len(msgs))
+		}
+		if dues != nil {
+			dues[i] = due
+		}
 	}
 	res, err := b.store().AppendBatch(msgs, make([]core.AppendResult, 0, len(msgs)))
 	if err != nil {
@@ -112,8 +117,8 @@ func (b backend) Append(ctx context.Context, msgs []*record.Message) ([]core.App
 			b.n.schedule.Notify(levels[i], r.End())
 		}
 	}
-	if timers && b.n.timer != nil {
-		b.n.timer.Notify()
+	if dues != nil && b.n.timer != nil {
+		b.n.timer.Appended(res, dues)
 	}
 	b.n.metrics.appendMsgs.Add(len(res))
 	b.n.metrics.appendBytes.Add(bytes)

@@ -132,12 +132,13 @@ var clearedOnDelivery = []string{
 	record.PropertyRealTopic, record.PropertyRealQueueID,
 }
 
-// dueOf is the due time a timer record carries in TIMER_OUT_MS.
-func dueOf(rec *record.Record) (int64, error) {
-	v, _ := record.GetProperty(rec.Properties, PropertyOutMS)
+// dueOf is the due time the properties of the timer record at phys carry
+// in TIMER_OUT_MS.
+func dueOf(phys int64, props []byte) (int64, error) {
+	v, _ := record.GetProperty(props, PropertyOutMS)
 	due, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("timer record at %d has %s %q, not a time", rec.PhysOffset, PropertyOutMS, v)
+		return 0, fmt.Errorf("timer record at %d has %s %q, not a time", phys, PropertyOutMS, v)
 	}
 	return due, nil
 }

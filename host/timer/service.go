@@ -84,10 +84,12 @@ type Service struct {
 }
 
 type runState struct {
-	ix   *index
-	stop context.CancelFunc
-	wg   sync.WaitGroup
-	wake chan struct{}
+	ix    *index
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	wake  chan struct{}
+	hand  handoff        // what Appended reported, for the enqueue loop
+	check record.Checker // the enqueue loop's, for records read from the log
 }
 
 // New returns a stopped service.
@@ -206,10 +208,38 @@ func (s *Service) Notify() {
 	r := s.run
 	s.mu.Unlock()
 	if r != nil {
-		select {
-		case r.wake <- struct{}{}:
-		default:
+		r.notify()
+	}
+}
+
+// Appended is Notify with what was appended: res are the results of one
+// append and due[i] the due time Rule.Rewrite returned for the message of
+// res[i] (0: not a timer); len(due) is len(res). The enqueue loop then
+// indexes those records without reading them back from the log. Call it
+// after the append returned, from the goroutine that appended; it is
+// cheap and never blocks on the index. Results of an append that did not
+// come from this node's log, or were reported twice, are harmless only
+// if they are true: each entry must be what the timer queue holds at its
+// queue offset.
+func (s *Service) Appended(res []core.AppendResult, due []int64) {
+	s.mu.Lock()
+	r := s.run
+	s.mu.Unlock()
+	if r == nil {
+		return
+	}
+	for i, d := range due {
+		if d > 0 && i < len(res) {
+			r.hand.put(res[i], d)
 		}
+	}
+	r.notify()
+}
+
+func (r *runState) notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -241,7 +271,7 @@ func (s *Service) saveLoop(ctx context.Context, r *runState) {
 // enqueueLoop reads the timer queue and indexes each record.
 func (s *Service) enqueueLoop(ctx context.Context, r *runState) {
 	for ctx.Err() == nil {
-		wait, err := s.enqueueStep(r.ix)
+		wait, err := s.enqueueStep(r)
 		if err != nil {
 			s.log.Warn("timer indexing", "err", err)
 			wait = retryAfter
@@ -259,8 +289,16 @@ func (s *Service) enqueueLoop(ctx context.Context, r *runState) {
 	}
 }
 
-func (s *Service) enqueueStep(ix *index) (time.Duration, error) {
+// enqueueStep indexes the timer queue from the index's queue offset: the
+// records the send path handed off (Appended) while it has them in order,
+// otherwise up to readCount records read from the log. It returns how long
+// to wait before the next step.
+func (s *Service) enqueueStep(r *runState) (time.Duration, error) {
+	ix := r.ix
 	off := ix.state().QueueOffset
+	if n, err := s.enqueueHanded(r, off); n > 0 || err != nil {
+		return 0, err
+	}
 	res, err := s.cfg.Log.GetMessages(Topic, 0, off, readCount, readBytes, nil)
 	if err != nil {
 		return 0, fmt.Errorf("read timer queue at %d: %w", off, err)
@@ -281,26 +319,43 @@ func (s *Service) enqueueStep(ix *index) (time.Duration, error) {
 	for _, size := range res.Sizes {
 		raw := data[:size]
 		data = data[size:]
-		rec, err := record.Decode(raw)
-		if err != nil {
+		// The body's CRC is checked when the timer is delivered
+		// (deliverUnits decodes the record); indexing needs the header.
+		_, info, err := r.check.Check(raw, false)
+		if err != nil || info.Blank {
 			s.log.Error("dropping a damaged timer record", "queueOffset", off, "err", err)
 			ix.skipTo(off + 1)
 			return 0, nil
 		}
-		due, err := dueOf(rec)
+		due, err := dueOf(info.PhysOffset, info.Properties)
 		if err != nil {
-			s.log.Error("dropping an undeliverable timer record", "queueOffset", rec.QueueOffset, "err", err)
-			ix.skipTo(rec.QueueOffset + 1)
+			s.log.Error("dropping an undeliverable timer record", "queueOffset", info.QueueOffset, "err", err)
+			ix.skipTo(info.QueueOffset + 1)
 			continue
 		}
-		if err := ix.add(due, rec.PhysOffset, size, rec.QueueOffset); err == errFull {
+		if err := ix.add(due, info.PhysOffset, size, info.QueueOffset); err == errFull {
 			return retryAfter, nil
 		} else if err != nil {
-			return 0, fmt.Errorf("index timer record at queue offset %d: %w", rec.QueueOffset, err)
+			return 0, fmt.Errorf("index timer record at queue offset %d: %w", info.QueueOffset, err)
 		}
-		off = rec.QueueOffset + 1
+		off = info.QueueOffset + 1
 	}
 	return 0, nil
+}
+
+// enqueueHanded indexes the handed-off records from queue offset off on,
+// in order, and returns how many it indexed.
+func (s *Service) enqueueHanded(r *runState, off int64) (int, error) {
+	var buf [readCount]handoffEntry
+	es := r.hand.take(off, buf[:0])
+	for i, e := range es {
+		if err := r.ix.add(e.due, e.phys, e.size, off+int64(i)); err == errFull {
+			return i, nil
+		} else if err != nil {
+			return i, fmt.Errorf("index timer record at queue offset %d: %w", off+int64(i), err)
+		}
+	}
+	return len(es), nil
 }
 
 // deliverLoop delivers tick after tick from the read tick, each when its
