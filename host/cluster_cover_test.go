@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core/record"
-	"github.com/keelmq/keel/host/profile"
 )
 
 // holdProxy forwards TCP connections to upstream; while held, it keeps
@@ -107,24 +104,6 @@ func (p *holdProxy) close() {
 	for _, c := range p.conns {
 		c.Close()
 	}
-}
-
-// startSyncClusterNode starts a cluster-mode node with the sync
-// replicator available, stopped at the end (Stop may come earlier).
-func startSyncClusterNode(t *testing.T, sets []string) *Node {
-	t.Helper()
-	p, err := profile.LoadBytes("cluster.toml", []byte("schema = 1\n"), sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := Start(ctx, p, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: clusterCatalog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(context.Background()) })
-	return n
 }
 
 // appendAndAck appends one record on master m and waits for its

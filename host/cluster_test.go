@@ -33,6 +33,20 @@ func freeAddr(t *testing.T) string {
 // test defaults: the caller names every address), stopped at the end.
 func startClusterNode(t *testing.T, sets ...string) *Node {
 	t.Helper()
+	return startClusterNodeWith(t, testCatalog(), sets)
+}
+
+// startSyncClusterNode is startClusterNode with the sync replicator
+// available (Stop may come before the end).
+func startSyncClusterNode(t *testing.T, sets []string) *Node {
+	t.Helper()
+	return startClusterNodeWith(t, clusterCatalog(), sets)
+}
+
+// startClusterNodeWith starts a node from the empty profile plus sets,
+// with the plugins of cat, stopped at the end.
+func startClusterNodeWith(t *testing.T, cat *Catalog, sets []string) *Node {
+	t.Helper()
 	p, err := profile.LoadBytes("cluster.toml", []byte("schema = 1\n"), sets)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +57,7 @@ func startClusterNode(t *testing.T, sets ...string) *Node {
 	if testing.Verbose() {
 		w = os.Stderr
 	}
-	n, err := Start(ctx, p, Options{Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), Catalog: testCatalog()})
+	n, err := Start(ctx, p, Options{Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), Catalog: cat})
 	if err != nil {
 		t.Fatal(err)
 	}
