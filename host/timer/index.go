@@ -24,6 +24,11 @@ type index struct {
 	wh    *wheel
 	walk  int64 // the highest tick whose chain was handed to a walker; adds go after it
 	dirty bool  // changed since the last checkpoint
+	// walkBlock is unitAt's last read: log bytes from start on.
+	walkBlock struct {
+		start int64
+		b     []byte
+	}
 }
 
 // Layout files under an index's directory.
@@ -216,18 +221,36 @@ func (ix *index) beginWalk(tick int64) (last int64, num int32, err error) {
 	return s.last, s.num, nil
 }
 
-// unitAt reads a unit of a chain beginWalk handed out.
+// unitAt reads a unit of a chain beginWalk handed out. It reads the log a
+// block at a time, the block ending at pos, and serves later positions of
+// the block from it: a chain runs backwards through the log, and a slot's
+// units lie close together when its timers were sent close together, so
+// one read serves many. Written units never change, so the block never
+// goes stale. unitAt is for one walker at a time (the delivery loop).
 func (ix *index) unitAt(pos int64) (unit, error) {
-	var b [unitSize]byte
-	if err := ix.tl.readRaw(pos, b[:]); err != nil {
-		return unit{}, err
+	w := &ix.walkBlock
+	if pos < w.start || pos+unitSize > w.start+int64(len(w.b)) {
+		base := pos - pos%ix.tl.segSize
+		from := max(base, pos+unitSize-walkBlockSize)
+		if cap(w.b) < walkBlockSize {
+			w.b = make([]byte, walkBlockSize)
+		}
+		w.b = w.b[:pos+unitSize-from]
+		if err := ix.tl.readRaw(from, w.b); err != nil {
+			w.b = w.b[:0]
+			return unit{}, err
+		}
+		w.start = from
 	}
-	u, ok := decodeUnit(b[:])
+	u, ok := decodeUnit(w.b[pos-w.start:])
 	if !ok {
 		return unit{}, fmt.Errorf("timer log at %d: not a unit (damaged)", pos)
 	}
 	return u, nil
 }
+
+// walkBlockSize is the size of unitAt's reads.
+const walkBlockSize = 64 << 10
 
 // delivered records that every tick below next is delivered durably.
 func (ix *index) delivered(next int64) {

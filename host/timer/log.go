@@ -65,7 +65,8 @@ func openLog(dir string, segSize, end int64) (*timerLog, error) {
 	return l, nil
 }
 
-// readRaw reads the unit at pos from the segment files (not the buffer).
+// readRaw fills b from the segment files (not the buffer) at pos; the
+// bytes must lie in one segment.
 func (l *timerLog) readRaw(pos int64, b []byte) error {
 	base := pos - pos%l.segSize
 	l.mu.RLock()
@@ -74,7 +75,7 @@ func (l *timerLog) readRaw(pos int64, b []byte) error {
 	if f == nil {
 		return fmt.Errorf("timer log position %d: segment %s missing", pos, segName(base))
 	}
-	if _, err := f.ReadAt(b[:unitSize], pos-base); err != nil {
+	if _, err := f.ReadAt(b, pos-base); err != nil {
 		return fmt.Errorf("read timer log at %d: %w", pos, err)
 	}
 	return nil
