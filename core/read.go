@@ -108,19 +108,9 @@ func (s *Store) ReadLogInto(from int64, maxBytes int, dst []byte) ([]byte, error
 	end := min(committed, seg.start+s.opts.SegmentSize)
 	out := dst
 	err := seg.view(from-seg.start, end-from, func(b []byte) error {
-		n := 0
-		for n < len(b) {
-			size, info, err := record.Check(b[n:], false)
-			if err != nil {
-				return fmt.Errorf("read log at %d: %w", from+int64(n), err)
-			}
-			if n > 0 && n+size > maxBytes {
-				break
-			}
-			n += size
-			if info.Blank {
-				break
-			}
+		n, _, err := wholeRecords(b, maxBytes, false)
+		if err != nil {
+			return fmt.Errorf("read log at %d: %w", from+int64(n), err)
 		}
 		out = append(dst, b[:n]...)
 		return nil
@@ -129,6 +119,38 @@ func (s *Store) ReadLogInto(from int64, maxBytes int, dst []byte) ([]byte, error
 		return dst, err
 	}
 	return out, nil
+}
+
+// wholeRecords is ReadLog's rule for how much of b, which starts at a
+// record boundary, one read returns: n is the length of its first whole
+// record and of the whole records after it while they fit in maxBytes,
+// ending after a BLANK record (a segment's end). With partial, b may end
+// inside a record (a prefix of the log): a record after the first that b
+// does not hold whole ends the walk, and a first one does with n 0, need
+// the bytes that record takes (0 when b is too short to tell) and err
+// wrapping record.ErrIncomplete. Any other damage is err, with n the
+// offset in b of the record that failed.
+func wholeRecords(b []byte, maxBytes int, partial bool) (n, need int, err error) {
+	for n < len(b) {
+		size, info, err := record.Check(b[n:], false)
+		if err != nil {
+			if partial && errors.Is(err, record.ErrIncomplete) {
+				if n > 0 {
+					return n, 0, nil
+				}
+				return 0, size, err
+			}
+			return n, 0, err
+		}
+		if n > 0 && n+size > maxBytes {
+			break
+		}
+		n += size
+		if info.Blank {
+			break
+		}
+	}
+	return n, 0, nil
 }
 
 // GetStatus is the outcome of GetMessages, mirroring RocketMQ's

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
@@ -102,7 +103,11 @@ func (s *pluginServer) start(ctx context.Context, kind Kind, req *pluginpb.Start
 	if addr := req.GetLaneAddr(); addr != "" {
 		lane, laneErr = pluginlane.Dial(ctx, addr, req.GetLaneToken())
 	}
-	h := newRemoteHost(conn, lane)
+	var files *core.LogFiles
+	if lane != nil && req.GetLogDir() != "" {
+		files, _ = core.OpenLogFiles(req.GetLogDir(), req.GetLogSegmentSize())
+	}
+	h := newRemoteHost(conn, lane, files)
 	if laneErr != nil {
 		h.Log(ctx, int(slog.LevelWarn), "plugin lane unavailable: Host calls use gRPC", map[string]string{"err": laneErr.Error()})
 	}

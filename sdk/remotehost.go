@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
@@ -23,6 +24,7 @@ import (
 type remoteHost struct {
 	conn   *grpc.ClientConn
 	lane   *pluginlane.Conn // nil: none
+	files  *core.LogFiles   // the store's segment files, read here (nil: ReadLog calls)
 	c      pluginpb.HostClient
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -37,6 +39,7 @@ type remoteHost struct {
 	notify  chan struct{} // closed and replaced on every change
 	closed  bool
 	reset   bool               // the stream is being restarted (after a truncation)
+	cutting int                // TruncateLog calls in progress: no segment file reads
 	wcancel context.CancelFunc // ends the current stream
 	watchWG sync.WaitGroup
 
@@ -54,15 +57,15 @@ type remoteHost struct {
 const maxQueuedLogLines = 4096
 
 // newRemoteHost calls the host over lane when it is not nil, else over
-// conn.
-func newRemoteHost(conn *grpc.ClientConn, lane *pluginlane.Conn) *remoteHost {
+// conn; with files, ReadLog reads committed bytes itself.
+func newRemoteHost(conn *grpc.ClientConn, lane *pluginlane.Conn, files *core.LogFiles) *remoteHost {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := pluginpb.NewHostClient(conn)
 	if lane != nil {
 		c = pluginpb.NewHostClient(lane)
 	}
 	h := &remoteHost{
-		conn: conn, lane: lane, c: c, ctx: ctx, cancel: cancel,
+		conn: conn, lane: lane, files: files, c: c, ctx: ctx, cancel: cancel,
 		notify: make(chan struct{}), lwake: make(chan struct{}, 1), ldone: make(chan struct{}),
 	}
 	go h.logLoop()
@@ -93,6 +96,9 @@ func (h *remoteHost) close() {
 	h.watchWG.Wait()
 	if h.lane != nil {
 		_ = h.lane.Close()
+	}
+	if h.files != nil {
+		_ = h.files.Close()
 	}
 	_ = h.conn.Close()
 }
@@ -213,8 +219,40 @@ func (h *remoteHost) Flush(ctx context.Context) (int64, error) {
 	return pluginwire.OffsetResult(h.c.Flush(ctx, &pluginpb.Empty{}))
 }
 
+// ReadLog reads the segment files itself when the host offered them and
+// from is below the committed offset the watch last brought; otherwise,
+// or when that read fails, it asks the host.
 func (h *remoteHost) ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
+	if b, ok := h.readFiles(from, maxBytes, nil); ok {
+		return b, nil
+	}
 	return pluginwire.BytesResult(h.c.ReadLog(ctx, &pluginpb.ReadLogRequest{From: from, MaxBytes: int64(maxBytes)}))
+}
+
+// ReadLogInto is ReadLog into buf (replication.LogIntoReader's contract).
+func (h *remoteHost) ReadLogInto(ctx context.Context, from int64, maxBytes int, buf []byte) ([]byte, error) {
+	if b, ok := h.readFiles(from, maxBytes, buf); ok {
+		return b, nil
+	}
+	b, err := h.ReadLog(ctx, from, maxBytes)
+	return append(buf[:0], b...), err
+}
+
+// readFiles reads [from, the cached committed offset) from the segment
+// files; ok false means ask the host (no files, nothing cached above
+// from, or the read failed).
+func (h *remoteHost) readFiles(from int64, maxBytes int, buf []byte) ([]byte, bool) {
+	if h.files == nil {
+		return nil, false
+	}
+	h.wmu.Lock()
+	committed, have, cutting := h.latest, h.have, h.cutting
+	h.wmu.Unlock()
+	if !have || from >= committed || cutting > 0 {
+		return nil, false
+	}
+	b, err := h.files.ReadInto(from, committed, maxBytes, buf)
+	return b, err == nil
 }
 
 func (h *remoteHost) AppendLog(ctx context.Context, offset int64, data []byte) error {
@@ -223,18 +261,35 @@ func (h *remoteHost) AppendLog(ctx context.Context, offset int64, data []byte) e
 
 // TruncateLog also forgets the cached committed offset, which the
 // truncation may have lowered: the next WaitCommitted starts a new stream.
+// While it runs, and until a stream started after it brings an offset,
+// ReadLog asks the host: no read of the segment files may go past the cut.
 func (h *remoteHost) TruncateLog(ctx context.Context, offset int64) error {
-	_, err := h.c.TruncateLog(ctx, &pluginpb.Offset{Offset: offset})
-	if err == nil {
-		h.wmu.Lock()
-		h.have = false
-		if h.running {
-			h.reset = true
-			h.wcancel()
-		}
-		h.wmu.Unlock()
+	h.wmu.Lock()
+	h.cutting++
+	h.forgetCommitted()
+	h.wmu.Unlock()
+	if h.files != nil {
+		h.files.Reset()
 	}
+	_, err := h.c.TruncateLog(ctx, &pluginpb.Offset{Offset: offset})
+	if h.files != nil {
+		h.files.Reset()
+	}
+	h.wmu.Lock()
+	h.cutting--
+	h.forgetCommitted() // a stream opened during the cut may hold an offset from before it
+	h.wmu.Unlock()
 	return pluginwire.FromStatus(err)
+}
+
+// forgetCommitted drops the cached committed offset and restarts the
+// watch stream, whose messages in flight are then ignored. h.wmu is held.
+func (h *remoteHost) forgetCommitted() {
+	h.have = false
+	if h.running {
+		h.reset = true
+		h.wcancel()
+	}
 }
 
 func (h *remoteHost) ReadRecord(ctx context.Context, offset int64) ([]byte, error) {

@@ -565,10 +565,16 @@ type StartRequest struct {
 	// connection: the plugin may carry its Host calls over it (package
 	// internal/pluginlane) instead of the brokered gRPC connection, after
 	// sending lane_token. A plugin that ignores it uses gRPC.
-	LaneAddr      string `protobuf:"bytes,2,opt,name=lane_addr,json=laneAddr,proto3" json:"lane_addr,omitempty"`
-	LaneToken     []byte `protobuf:"bytes,3,opt,name=lane_token,json=laneToken,proto3" json:"lane_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LaneAddr  string `protobuf:"bytes,2,opt,name=lane_addr,json=laneAddr,proto3" json:"lane_addr,omitempty"`
+	LaneToken []byte `protobuf:"bytes,3,opt,name=lane_token,json=laneToken,proto3" json:"lane_token,omitempty"`
+	// log_dir, if set, is the store's commitlog directory on this machine's
+	// filesystem and log_segment_size its segment size (core.LogLocation):
+	// the plugin may read committed bytes from the segment files itself
+	// (core.LogFiles) instead of calling ReadLog for every batch.
+	LogDir         string `protobuf:"bytes,4,opt,name=log_dir,json=logDir,proto3" json:"log_dir,omitempty"`
+	LogSegmentSize int64  `protobuf:"varint,5,opt,name=log_segment_size,json=logSegmentSize,proto3" json:"log_segment_size,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StartRequest) Reset() {
@@ -620,6 +626,20 @@ func (x *StartRequest) GetLaneToken() []byte {
 		return x.LaneToken
 	}
 	return nil
+}
+
+func (x *StartRequest) GetLogDir() string {
+	if x != nil {
+		return x.LogDir
+	}
+	return ""
+}
+
+func (x *StartRequest) GetLogSegmentSize() int64 {
+	if x != nil {
+		return x.LogSegmentSize
+	}
+	return 0
 }
 
 type Bytes struct {
@@ -1642,12 +1662,14 @@ const file_keelplugin_proto_rawDesc = "" +
 	"\x18visible_after_replicated\x18\x03 \x01(\bR\x16visibleAfterReplicated\x12\x1f\n" +
 	"\vallow_fewer\x18\x04 \x01(\bR\n" +
 	"allowFewer\x12!\n" +
-	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"p\n" +
+	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"\xb3\x01\n" +
 	"\fStartRequest\x12$\n" +
 	"\x0ehost_broker_id\x18\x01 \x01(\rR\fhostBrokerId\x12\x1b\n" +
 	"\tlane_addr\x18\x02 \x01(\tR\blaneAddr\x12\x1d\n" +
 	"\n" +
-	"lane_token\x18\x03 \x01(\fR\tlaneToken\"\x1b\n" +
+	"lane_token\x18\x03 \x01(\fR\tlaneToken\x12\x17\n" +
+	"\alog_dir\x18\x04 \x01(\tR\x06logDir\x12(\n" +
+	"\x10log_segment_size\x18\x05 \x01(\x03R\x0elogSegmentSize\"\x1b\n" +
 	"\x05Bytes\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"#\n" +
 	"\vEpochNumber\x12\x14\n" +

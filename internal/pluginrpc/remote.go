@@ -80,6 +80,9 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 	lane := r.openLane(hs)
 	if lane != nil {
 		req.LaneAddr, req.LaneToken = lane.Addr(), lane.Token()
+		if ll, ok := host.(logLocator); ok {
+			req.LogDir, req.LogSegmentSize, _ = ll.LogLocation()
+		}
 	}
 	_, err := r.lc.Start(ctx, req)
 	if err != nil {
@@ -110,6 +113,14 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 	r.hostSrv, r.lane = srv, lane
 	r.mu.Unlock()
 	return nil
+}
+
+// logLocator is a Host whose store's segment files a plugin on this
+// machine may read itself (storehost.Host): offered with the lane, so
+// NoLane keeps every read a call too.
+type logLocator interface {
+	// LogLocation is core.Store.LogLocation; ok false offers nothing.
+	LogLocation() (dir string, segmentSize int64, ok bool)
 }
 
 // laneAcceptWithin bounds how long a lane waits for the plugin to dial it

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -500,4 +501,120 @@ func TestHostCallsTakeTheLane(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readLogCounter counts ReadLog calls reaching the host.
+type readLogCounter struct {
+	*storehost.Host
+	reads atomic.Int64
+}
+
+func (c *readLogCounter) ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
+	c.reads.Add(1)
+	return c.Host.ReadLog(ctx, from, maxBytes)
+}
+
+// logDigest reads s's whole log as the probe's "readall" does: the bytes
+// and their FNV-64a hash.
+func logDigest(t *testing.T, s *core.Store, maxBytes int) []int64 {
+	t.Helper()
+	h := fnv.New64a()
+	var n int64
+	for off, c := s.Positions().Min, s.Positions().Committed; off < c; {
+		b, err := s.ReadLog(off, maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(b)
+		off += int64(len(b))
+		n += int64(len(b))
+	}
+	return []int64{n, int64(h.Sum64())}
+}
+
+// TestReadLogFromSegmentFiles: with the lane, an external plugin's
+// ReadLog reads the store's segment files itself (no ReadLog call reaches
+// the host) and gets exactly the store's bytes, across segments and after
+// a truncation rewrote the tail; with NoLane every read is a call.
+func TestReadLogFromSegmentFiles(t *testing.T) {
+	for _, noLane := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noLane=%v", noLane), func(t *testing.T) {
+			s, sh := hostEnv(t, nil)
+			h := &readLogCounter{Host: sh}
+			hp := netip.MustParseAddrPort("127.0.0.1:1")
+			add := func(n int, body string) {
+				for i := 0; i < n; i++ {
+					m := &record.Message{Topic: "G", Body: []byte(fmt.Sprintf("%s-%d-%s", body, i, strings.Repeat("x", i%700))), BornHost: hp, StoreHost: hp}
+					if _, err := s.Append(m); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			add(6000, "a") // about 2.3 MiB: three 1 MiB segments
+			bin := plugintest.Build(t, testPluginPkg)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(slog.DiscardHandler), SocketDir: t.TempDir(), NoLane: noLane})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Kill)
+			x, err := c.Indexer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Configure(ctx, sdk.Config{Name: "probe", Section: "index", Document: []byte("schema = 1\n"), DataDir: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Start(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+			defer x.Stop(context.Background())
+			readAll := func(maxBytes int) []int64 {
+				t.Helper()
+				got, err := x.Query(ctx, sdk.Query{Topic: "__host", Key: fmt.Sprintf("readall %d", maxBytes), Max: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			for _, maxBytes := range []int{1, 4096, 256 << 10} {
+				before := h.reads.Load()
+				if got, want := readAll(maxBytes), logDigest(t, s, maxBytes); !slices.Equal(got, want) {
+					t.Fatalf("max %d: the plugin read %v, the store holds %v", maxBytes, got, want)
+				}
+				calls := h.reads.Load() - before
+				if !noLane && calls != 0 {
+					t.Errorf("max %d: %d ReadLog calls reached the host; the segment files were not read", maxBytes, calls)
+				}
+				if noLane && calls == 0 {
+					t.Errorf("max %d: NoLane, yet no ReadLog call reached the host", maxBytes)
+				}
+			}
+			// Cut the log back into its second segment, write different
+			// records over the cut, and read again.
+			cut, err := s.ReadLog(s.Positions().Min, 1<<20+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := s.Positions().Min + int64(len(cut))
+			if _, err := x.Query(ctx, sdk.Query{Topic: "__host", Key: fmt.Sprintf("truncate %d", at+int64(len(mustRead(t, s, at)))), Max: 2}); err != nil {
+				t.Fatal(err)
+			}
+			add(3000, "b")
+			if got, want := readAll(64<<10), logDigest(t, s, 64<<10); !slices.Equal(got, want) {
+				t.Fatalf("after the truncation the plugin read %v, the store holds %v", got, want)
+			}
+		})
+	}
+}
+
+// mustRead is the record at off.
+func mustRead(t *testing.T, s *core.Store, off int64) []byte {
+	t.Helper()
+	b, err := s.ReadLog(off, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

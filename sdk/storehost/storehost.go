@@ -64,6 +64,12 @@ func (h *Host) SetStore(s *core.Store) { h.store = s }
 func (h *Host) Store() *core.Store { return h.store }
 
 // Positions implements sdk.Host.
+// LogLocation is the store's core.Store.LogLocation: where an external
+// plugin on this machine may read committed segment bytes itself.
+func (h *Host) LogLocation() (dir string, segmentSize int64, ok bool) {
+	return h.store.LogLocation()
+}
+
 func (h *Host) Positions(ctx context.Context) (sdk.Positions, error) {
 	return h.store.Positions(), nil
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -415,6 +416,32 @@ func (p *Probe) Query(ctx context.Context, q sdk.Query) ([]int64, error) {
 			}
 			c2, err := p.host.WaitCommitted(ctx, -1)
 			return []int64{c1, c2}, err
+		case len(f) == 2 && f[0] == "readall":
+			// Read the whole log in ReadLog calls of about max bytes:
+			// the bytes read and their FNV-64a hash.
+			maxBytes, _ := strconv.Atoi(f[1])
+			if _, err := p.host.WaitCommitted(ctx, -1); err != nil { // the committed-offset watch runs
+				return nil, err
+			}
+			pos, err := p.host.Positions(ctx)
+			if err != nil {
+				return nil, err
+			}
+			h := fnv.New64a()
+			var n int64
+			for off, c := pos.Min, pos.Committed; off < c; {
+				b, err := p.host.ReadLog(ctx, off, maxBytes)
+				if err != nil {
+					return nil, err
+				}
+				if len(b) == 0 {
+					return nil, fmt.Errorf("probe: ReadLog(%d) empty below committed %d", off, c)
+				}
+				h.Write(b)
+				off += int64(len(b))
+				n += int64(len(b))
+			}
+			return []int64{n, int64(h.Sum64())}, nil
 		case len(f) == 1 && f[0] == "flush":
 			c, err := p.host.Flush(ctx)
 			return []int64{c}, err
