@@ -45,6 +45,39 @@ func freeAddr(b testing.TB) string {
 	return ln.Addr().String()
 }
 
+// countingHost counts the Host calls a plugin makes: run external, each
+// is a round trip across the process boundary, so calls per acknowledged
+// message say what the boundary will cost.
+type countingHost struct {
+	sdk.Host
+	calls atomic.Int64
+}
+
+func (h *countingHost) Positions(ctx context.Context) (sdk.Positions, error) {
+	h.calls.Add(1)
+	return h.Host.Positions(ctx)
+}
+
+func (h *countingHost) WaitCommitted(ctx context.Context, after int64) (int64, error) {
+	h.calls.Add(1)
+	return h.Host.WaitCommitted(ctx, after)
+}
+
+func (h *countingHost) ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
+	h.calls.Add(1)
+	return h.Host.ReadLog(ctx, from, maxBytes)
+}
+
+func (h *countingHost) AppendLog(ctx context.Context, offset int64, data []byte) error {
+	h.calls.Add(1)
+	return h.Host.AppendLog(ctx, offset, data)
+}
+
+func (h *countingHost) ReportReplication(ctx context.Context, st sdk.ReplicationState) error {
+	h.calls.Add(1)
+	return h.Host.ReportReplication(ctx, st)
+}
+
 // startEcho configures and starts an echo instance in role on host, with
 // the [replication.config] table conf (the defaults when empty).
 func startEcho(b testing.TB, host sdk.Host, role, addr, peer, conf string) *echo.Plugin {
@@ -66,16 +99,19 @@ func startEcho(b testing.TB, host sdk.Host, role, addr, peer, conf string) *echo
 // BenchmarkSyncAck: producers append 1 KiB records on the master and
 // each waits for the slave's acknowledgement (wait_replicas = 1) before
 // its next append, in-process over loopback. It reports acknowledged
-// messages per second and the median and p99 latency of an
-// acknowledgement; ns/op is per message.
+// messages per second, the median and p99 latency of an
+// acknowledgement, and the Host calls per message of the master and of
+// the slave (each a round trip when the plugin runs external); ns/op is
+// per message.
 func BenchmarkSyncAck(b *testing.B) {
 	for _, producers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
 			ms, mh := benchStore(b)
 			_, sh := benchStore(b)
 			addr := freeAddr(b)
-			startEcho(b, mh, "master", addr, "", "wait_replicas = 1")
-			startEcho(b, sh, "slave", "", addr, "wait_replicas = 1")
+			mc, sc := &countingHost{Host: mh}, &countingHost{Host: sh}
+			startEcho(b, mc, "master", addr, "", "wait_replicas = 1")
+			startEcho(b, sc, "slave", "", addr, "wait_replicas = 1")
 			deadline := time.Now().Add(5 * time.Second)
 			for mh.InSync() < 1 {
 				if time.Now().After(deadline) {
@@ -89,6 +125,8 @@ func BenchmarkSyncAck(b *testing.B) {
 			lat := make([][]time.Duration, producers)
 			var failed atomic.Int64
 			b.ResetTimer()
+			mc.calls.Store(0)
+			sc.calls.Store(0)
 			begin := time.Now()
 			var wg sync.WaitGroup
 			for g := range producers {
@@ -125,6 +163,8 @@ func BenchmarkSyncAck(b *testing.B) {
 				b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-ack-µs")
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acked-msgs/s")
+			b.ReportMetric(float64(mc.calls.Load())/float64(b.N), "master-host-calls/msg")
+			b.ReportMetric(float64(sc.calls.Load())/float64(b.N), "slave-host-calls/msg")
 		})
 	}
 }

@@ -26,6 +26,7 @@
 package echo
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -38,6 +39,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -76,6 +78,12 @@ type Plugin struct {
 
 	id string // slave: its identity (loadOrCreateID), sent in every hello
 
+	// committed is the highest committed offset the master has seen
+	// (from Host.Positions at start and handshakes, Host.WaitCommitted
+	// and Host.ReadLog in the streams): what state passes the policy, so
+	// that reporting costs no Host call of its own.
+	committed atomic.Int64
+
 	mu       sync.Mutex
 	ln       net.Listener
 	conns    map[net.Conn]struct{}
@@ -91,6 +99,7 @@ type replica struct {
 	addr    string   // the connection's remote address
 	conn    net.Conn // closed when a newer connection with the same id replaces it
 	ack     int64
+	sent    atomic.Int64 // the stream has sent the log up to here: an ack beyond it is a lie
 	contact time.Time
 	// replaced: a newer connection took this one's place (set under
 	// Plugin.mu), so its end is expected and not worth a warning.
@@ -213,6 +222,9 @@ func (p *Plugin) Start(ctx context.Context, host sdk.Host) error {
 		return fmt.Errorf("echo master: listen on %s: %w", p.cfg.Addr, err)
 	}
 	p.ln = ln
+	if pos, err := host.Positions(ctx); err == nil {
+		p.noteCommitted(pos.Committed)
+	}
 	p.wg.Add(2)
 	go p.acceptLoop()
 	go p.reportLoop()
@@ -337,6 +349,7 @@ func (p *Plugin) serveSlave(c net.Conn) error {
 	if err != nil {
 		return err
 	}
+	p.noteCommitted(pos.Committed)
 	from := h.from
 	switch {
 	case from == -1:
@@ -352,6 +365,7 @@ func (p *Plugin) serveSlave(c net.Conn) error {
 		return err
 	}
 	r := &replica{id: h.id, addr: c.RemoteAddr().String(), conn: c, ack: from, contact: time.Now()}
+	r.sent.Store(from)
 	p.mu.Lock()
 	old := p.replicas[r.id]
 	if old != nil {
@@ -379,7 +393,7 @@ func (p *Plugin) serveSlave(c net.Conn) error {
 
 	errc := make(chan error, 2)
 	go func() { errc <- p.readAcks(c, r) }()
-	go func() { errc <- p.stream(c, from) }()
+	go func() { errc <- p.stream(c, r, from) }()
 	err = <-errc
 	c.Close()
 	<-errc
@@ -405,60 +419,77 @@ func drainAndClose(c net.Conn) {
 }
 
 // stream sends the log from offset from, then new bytes as they are
-// committed, and heartbeats while idle.
-func (p *Plugin) stream(c net.Conn, from int64) error {
-	off := from
+// committed, and heartbeats while idle. It asks the host for bytes only
+// below the committed offset it last learnt: once caught up it waits
+// (Host.WaitCommitted: one wake-up covers many appends), so each batch
+// costs one wait and one read, never a read that comes back empty.
+func (p *Plugin) stream(c net.Conn, r *replica, from int64) error {
+	off, committed := from, from
 	for {
+		if off >= committed {
+			ctx, cancel := context.WithTimeout(p.ctx, heartbeatEvery)
+			next, err := p.host.WaitCommitted(ctx, off)
+			cancel()
+			switch {
+			case err == nil:
+				committed = next
+				p.noteCommitted(next)
+			case p.ctx.Err() != nil:
+				return p.ctx.Err()
+			case errors.Is(err, context.DeadlineExceeded):
+				if err := writeFrame(c, frame{kind: frameHeartbeat, offset: off}); err != nil {
+					return err
+				}
+			default:
+				return err
+			}
+			continue
+		}
 		data, err := p.host.ReadLog(p.ctx, off, p.conf.BatchBytes)
 		if err != nil {
 			return err
 		}
-		if len(data) > 0 {
-			if err := writeFrame(c, frame{kind: frameData, offset: off, data: data}); err != nil {
-				return err
-			}
-			off += int64(len(data))
-			continue
+		if len(data) == 0 {
+			return fmt.Errorf("read the log at %d: nothing, though %d is committed", off, committed)
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, heartbeatEvery)
-		committed, err := p.host.WaitCommitted(ctx, off)
-		cancel()
-		switch {
-		case err == nil:
-			_ = committed
-		case p.ctx.Err() != nil:
-			return p.ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			if err := writeFrame(c, frame{kind: frameHeartbeat, offset: off}); err != nil {
-				return err
-			}
-		default:
+		end := off + int64(len(data))
+		r.sent.Store(end) // before the slave can have it
+		if err := writeFrame(c, frame{kind: frameData, offset: off, data: data}); err != nil {
 			return err
+		}
+		off = end
+	}
+}
+
+// noteCommitted raises Plugin.committed to off.
+func (p *Plugin) noteCommitted(off int64) {
+	for {
+		cur := p.committed.Load()
+		if off <= cur || p.committed.CompareAndSwap(cur, off) {
+			return
 		}
 	}
 }
 
-// readAcks reads the slave's acknowledgements. An ack beyond what this
-// master has committed, or going backwards, ends the connection.
+// readAcks reads the slave's acknowledgements. An ack beyond what the
+// stream sent, or going backwards, ends the connection.
 func (p *Plugin) readAcks(c net.Conn, r *replica) error {
+	br := bufio.NewReader(c)
 	for {
 		c.SetReadDeadline(time.Now().Add(readTimeout))
-		ack, err := readAck(c)
+		ack, err := readAck(br)
 		if err != nil {
 			return err
 		}
-		pos, err := p.host.Positions(p.ctx)
-		if err != nil {
-			return err
-		}
+		sent := r.sent.Load()
 		p.mu.Lock()
 		prev := r.ack
-		if ack >= prev && ack <= pos.Committed {
+		if ack >= prev && ack <= sent {
 			r.ack, r.contact = ack, time.Now()
 		}
 		p.mu.Unlock()
-		if ack > pos.Committed {
-			return fmt.Errorf("slave %s acknowledged %d, beyond this master's log end %d", r.addr, ack, pos.Committed)
+		if ack > sent {
+			return fmt.Errorf("slave %s acknowledged %d, beyond the %d bytes sent", r.addr, ack, sent)
 		}
 		if ack < prev {
 			return fmt.Errorf("slave %s acknowledged %d after %d", r.addr, ack, prev)
@@ -499,7 +530,7 @@ func (p *Plugin) reportLoop() {
 // newest connection), and AckedOffset is never lower than what was
 // reported before.
 func (p *Plugin) state() sdk.ReplicationState {
-	pos, _ := p.host.Positions(p.ctx)
+	committed := p.committed.Load()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := sdk.ReplicationState{}
@@ -507,12 +538,12 @@ func (p *Plugin) state() sdk.ReplicationState {
 	for _, r := range p.replicas {
 		rs = append(rs, replication.Replica{ID: r.id, Addr: r.addr, Acked: r.ack, Received: r.ack, InSync: true})
 		st.Replicas = append(st.Replicas, sdk.ReplicaState{
-			ID: r.id, Addr: r.addr, AckOffset: r.ack, LagBytes: max(pos.Committed-r.ack, 0),
+			ID: r.id, Addr: r.addr, AckOffset: r.ack, LagBytes: max(committed-r.ack, 0),
 			InSync: true, Connected: true, LastContact: r.contact,
 		})
 	}
 	slices.SortFunc(rs, func(a, b replication.Replica) int { return strings.Compare(a.ID, b.ID) }) // as Policy's contract says
-	v := p.policy.Acknowledge(pos.Committed, rs)
+	v := p.policy.Acknowledge(committed, rs)
 	p.acked = max(p.acked, v.Acked)
 	st.AckedOffset, st.InSync = p.acked, v.InSync
 	return st
@@ -583,26 +614,26 @@ func (p *Plugin) followOnce() error {
 		return fmt.Errorf("master refused (status %d, its offset %d)", status, start)
 	}
 	acked := start
+	br := bufio.NewReaderSize(c, 64<<10)
 	for {
 		c.SetReadDeadline(time.Now().Add(readTimeout))
-		f, err := readFrame(c, 2*p.conf.BatchBytes+(4<<20))
+		f, err := readFrame(br, 2*p.conf.BatchBytes+(4<<20))
 		if err != nil {
 			return err
 		}
-		if f.kind != frameData {
-			// Heartbeat: repeat the ack so the master knows this slave
-			// is alive.
+		if f.kind == frameData {
+			if err := p.host.AppendLog(p.ctx, f.offset, f.data); err != nil {
+				return fmt.Errorf("append %d bytes at %d: %w", len(f.data), f.offset, err)
+			}
+			acked = f.offset + int64(len(f.data))
+		}
+		// Acknowledge what is appended (on a heartbeat too, so the master
+		// knows this slave is alive), unless more has already arrived:
+		// then the ack after it covers both.
+		if br.Buffered() == 0 {
 			if err := writeAck(c, acked); err != nil {
 				return err
 			}
-			continue
-		}
-		if err := p.host.AppendLog(p.ctx, f.offset, f.data); err != nil {
-			return fmt.Errorf("append %d bytes at %d: %w", len(f.data), f.offset, err)
-		}
-		acked = f.offset + int64(len(f.data))
-		if err := writeAck(c, acked); err != nil {
-			return err
 		}
 	}
 }

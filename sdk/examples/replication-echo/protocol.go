@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 )
 
 // The echo wire protocol, version 2, over one TCP connection per slave.
@@ -160,15 +161,19 @@ type frame struct {
 	data   []byte
 }
 
+// writeFrame writes f; a data frame's bytes go out as they are, after
+// its header (one writev on a connection), not copied.
 func writeFrame(w io.Writer, f frame) error {
-	b := make([]byte, 0, 13+len(f.data))
-	b = append(b, f.kind)
-	b = binary.BigEndian.AppendUint64(b, uint64(f.offset))
-	if f.kind == frameData {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(f.data)))
-		b = append(b, f.data...)
+	head := make([]byte, 0, 13)
+	head = append(head, f.kind)
+	head = binary.BigEndian.AppendUint64(head, uint64(f.offset))
+	if f.kind != frameData {
+		_, err := w.Write(head)
+		return err
 	}
-	_, err := w.Write(b)
+	head = binary.BigEndian.AppendUint32(head, uint32(len(f.data)))
+	bufs := net.Buffers{head, f.data}
+	_, err := bufs.WriteTo(w)
 	return err
 }
 
