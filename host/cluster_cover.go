@@ -20,16 +20,24 @@ import (
 // mapping; a member it cannot map (no HA address, or an older id at a
 // reused address) has no replica that could show it holds anything.
 //
-// The rule (Kafka's, for min_in_sync_replicas below wait_replicas): a
-// master acknowledges with fewer than wait_replicas replicas only while
-// the controller's committed SyncStateSet has fewer replicas than
-// wait_replicas, and then only records held by every replica of that set
-// and of any proposal of this master's that may still commit (the
-// "maximal" set, so a replica entering the set holds every ack released
-// after it could be elected), judged by the AckOffset the replicator
-// reports for each. Otherwise (a larger set, or a set member that cannot
-// be mapped) acks need wait_replicas replicas, also while waiting: the
-// replicator's own count with fewer does not release them.
+// The rule (Kafka's, for min_in_sync_replicas below wait_replicas), with
+// S the replicas (besides the master) of the controller's committed
+// SyncStateSet and M those of the "maximal" set: S together with every
+// proposal of this master's that may still commit, so that a replica
+// entering the set holds every ack released after it could be elected.
+// Holding is judged by the AckOffset the replicator reports per replica.
+//
+//   - |S| >= wait_replicas: wait_replicas replicas must hold a record,
+//     also while its ack waits (the replicator counting fewer does not
+//     release it).
+//   - min_in_sync_replicas <= |S| < wait_replicas, and every member of M
+//     maps to a replica: acks proceed with fewer (AllowFewer), and a
+//     record must be held by every replica of M. A replica outside S is
+//     never counted for min_in_sync_replicas: only electable replicas
+//     make an ack durable.
+//   - otherwise (|S| < min_in_sync_replicas, or a member of M maps to no
+//     replica): wait_replicas replicas must hold it, and every replica of
+//     M that maps.
 
 // memberReplicas maps the members of g other than self to the replica
 // identities (sdk.ReplicaState.ID) they stream under; members it cannot
@@ -106,9 +114,9 @@ func (n *Node) caughtUp(r sdk.ReplicaState) bool {
 
 // gateFewer applies the rule above to a replication policy that allows
 // acks with fewer in-sync replicas (min_in_sync_replicas below
-// wait_replicas): it grants AllowFewer, with the coverage of the maximal
-// set, or withholds it and requires wait_replicas replicas. It is called
-// on every tick, and before and after each proposal.
+// wait_replicas): it grants AllowFewer or withholds it, and sets what
+// acks must cover. It is called on every tick, before and after each
+// proposal, after a promotion and before the node serves.
 func (c *clusterMember) gateFewer() {
 	n := c.n
 	if n.slave.Load() || n.repl == nil || n.host == nil {
@@ -120,32 +128,15 @@ func (c *clusterMember) gateFewer() {
 	}
 	id, g, ok := c.state()
 	committed, _, maximal := c.sets(g)
-	ids := memberReplicas(g, id)
-	req := storehost.CoverRequirement{}
-	mapped := true
-	for _, m := range maximal {
-		if m == id {
-			continue
-		}
-		r, found := ids[m]
-		if !found {
-			mapped = false
-			break
-		}
-		req.IDs = append(req.IDs, r)
-	}
-	// Granted only once the committed set is smaller than an ack would
-	// need: the replicas missing from it can no longer be elected. It
-	// changes with the controller's set, never with the in-sync count.
-	granted := ok && g.MasterID == id && mapped && len(committed)-1 < want.WaitReplicas
+	granted, req := fewerRule(id, ok && g.MasterID == id, committed, maximal, memberReplicas(g, id), want)
 	if !granted {
 		want.AllowFewer, want.MinReplicas = false, 0
-		req = storehost.CoverRequirement{AtLeast: want.WaitReplicas}
 	}
 	cur := n.ackPolicy()
 	changed := cur.Replication.AllowFewer != want.AllowFewer || cur.Cover != c.cover
-	// Tighten first: the coverage before a grant, the policy before a
-	// withdrawal; between the two steps an ack meets the stricter rule.
+	// A grant's coverage is in force before the policy allows fewer (the
+	// grant's conditions already hold, so it is safe for waiting acks
+	// too); a withdrawal's policy before its coverage.
 	if granted {
 		c.cover.Set(req)
 	}
@@ -157,6 +148,35 @@ func (c *clusterMember) gateFewer() {
 	if !granted {
 		c.cover.Set(req)
 	}
+}
+
+// fewerRule is the rule above for broker self (master false: it is not
+// the master in the group's state) whose committed set and maximal set
+// are given, the other members mapped to replicas by replicas, under
+// the replicator's policy p (AllowFewer set): whether acks may proceed
+// with fewer replicas, and what they must cover. It changes with the
+// controller's set, never with the in-sync count, so no ack slips
+// through between a replica dropping out and the shrink's commit.
+func fewerRule(self int64, master bool, committed, maximal []int64, replicas map[int64]string, p sdk.ReplicationPolicy) (bool, storehost.CoverRequirement) {
+	var must []string // the replicas of the maximal set
+	mapped := true
+	for _, m := range maximal {
+		if r, ok := replicas[m]; ok {
+			must = append(must, r)
+		} else if m != self {
+			mapped = false
+		}
+	}
+	inSet := len(committed) - 1 // besides the master
+	req := storehost.CoverRequirement{AtLeast: p.WaitReplicas}
+	switch {
+	case !master || inSet >= p.WaitReplicas:
+		return false, req
+	case !mapped || inSet < p.MinReplicas:
+		req.IDs = must
+		return false, req
+	}
+	return true, storehost.CoverRequirement{IDs: must}
 }
 
 // setAckPolicy is setReplicationPolicy with an acknowledgement coverage

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/keelmq/keel/host/controller"
+	"github.com/keelmq/keel/sdk"
+	"github.com/keelmq/keel/sdk/storehost"
 )
 
 // TestMemberReplicas: a member streams under its HA address; at an
@@ -59,5 +61,42 @@ func TestSyncStateSetsMaximal(t *testing.T) {
 	if !slices.Equal(committed, []int64{1, 4}) || epoch != 6 || !slices.Equal(maximal, []int64{1, 4}) || len(c.pending) != 0 {
 		t.Fatalf("after the accepted proposal: %v @%d, maximal %v, pending %+v; want [1 4] @6, maximal [1 4], none pending",
 			committed, epoch, maximal, c.pending)
+	}
+}
+
+// TestFewerRule: acks proceed with fewer replicas only while the
+// committed set holds at least min_in_sync_replicas and fewer than
+// wait_replicas replicas and every member of the maximal set maps to a
+// replica; they must then be held by every replica of the maximal set.
+// Otherwise wait_replicas replicas must hold them, and, with a set too
+// small for the minimum or a member that maps to nothing, every replica
+// of the maximal set that maps.
+func TestFewerRule(t *testing.T) {
+	reps := map[int64]string{2: "h2", 3: "h3", 4: "h4"} // 1 is the master; 5 maps to nothing
+	p := sdk.ReplicationPolicy{WaitReplicas: 2, AllowFewer: true, MinReplicas: 1}
+	for _, tc := range []struct {
+		name               string
+		master             bool
+		committed, maximal []int64
+		p                  sdk.ReplicationPolicy
+		granted            bool
+		want               storehost.CoverRequirement
+	}{
+		{"full set: counted", true, []int64{1, 2, 3}, []int64{1, 2, 3}, p, false, storehost.CoverRequirement{AtLeast: 2}},
+		{"shrunk: every replica of the set", true, []int64{1, 2}, []int64{1, 2}, p, true, storehost.CoverRequirement{IDs: []string{"h2"}}},
+		{"shrunk, expansion pending: the proposed replica too", true, []int64{1, 2}, []int64{1, 2, 3}, p, true,
+			storehost.CoverRequirement{IDs: []string{"h2", "h3"}}},
+		{"below the minimum: wait_replicas and the proposed one", true, []int64{1}, []int64{1, 4}, p, false,
+			storehost.CoverRequirement{IDs: []string{"h4"}, AtLeast: 2}},
+		{"minimum 0, master alone", true, []int64{1}, []int64{1}, sdk.ReplicationPolicy{WaitReplicas: 2, AllowFewer: true}, true,
+			storehost.CoverRequirement{}},
+		{"a member that maps to nothing", true, []int64{1, 5}, []int64{1, 5}, p, false, storehost.CoverRequirement{AtLeast: 2}},
+		{"not the master", false, []int64{1, 2}, []int64{1, 2}, p, false, storehost.CoverRequirement{AtLeast: 2}},
+	} {
+		granted, req := fewerRule(1, tc.master, tc.committed, tc.maximal, reps, tc.p)
+		slices.Sort(req.IDs)
+		if granted != tc.granted || req.AtLeast != tc.want.AtLeast || !slices.Equal(req.IDs, tc.want.IDs) {
+			t.Errorf("%s: fewerRule = %v, %+v; want %v, %+v", tc.name, granted, req, tc.granted, tc.want)
+		}
 	}
 }
