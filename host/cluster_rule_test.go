@@ -1,10 +1,14 @@
 package host
 
 import (
+	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"testing"
 
+	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/controller"
 	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/storehost"
@@ -98,5 +102,46 @@ func TestFewerRule(t *testing.T) {
 		if granted != tc.granted || req.AtLeast != tc.want.AtLeast || !slices.Equal(req.IDs, tc.want.IDs) {
 			t.Errorf("%s: fewerRule = %v, %+v; want %v, %+v", tc.name, granted, req, tc.granted, tc.want)
 		}
+	}
+}
+
+// TestCaughtUp: under a policy that waits for replicas, a replica may
+// enter the SyncStateSet only once it is connected, in sync and holds
+// everything the master may have acknowledged (the replicator's
+// AckedOffset); without waiting, being connected and in sync suffices.
+func TestCaughtUp(t *testing.T) {
+	s, err := core.Open(core.Options{Dir: t.TempDir(), SegmentSize: 1 << 20, MaxMessageSize: 64 << 10, CQEntriesPerFile: 1024})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for i := 0; i < 3; i++ {
+		if _, err := s.Append(&record.Message{Topic: "T", Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := s.Positions().Committed
+	n := &Node{log: slog.Default(), store: s, host: storehost.New(s, nil)}
+	n.setAckPolicy(sdk.ReplicationPolicy{WaitReplicas: 1}, nil)
+	if err := n.host.ReportReplication(context.Background(), sdk.ReplicationState{AckedOffset: end - 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		r    sdk.ReplicaState
+		want bool
+	}{
+		{sdk.ReplicaState{AckOffset: end - 1, InSync: true, Connected: true}, true},
+		{sdk.ReplicaState{AckOffset: end, InSync: true, Connected: true}, true},
+		{sdk.ReplicaState{AckOffset: end - 2, InSync: true, Connected: true}, false}, // behind an acknowledged offset
+		{sdk.ReplicaState{AckOffset: end, InSync: false, Connected: true}, false},
+		{sdk.ReplicaState{AckOffset: end, InSync: true, Connected: false}, false},
+	} {
+		if got := n.caughtUp(tc.r); got != tc.want {
+			t.Errorf("caughtUp(%+v) with AckedOffset %d = %v, want %v", tc.r, end-1, got, tc.want)
+		}
+	}
+	n.setAckPolicy(sdk.ReplicationPolicy{}, nil) // acks wait for no replica
+	if !n.caughtUp(sdk.ReplicaState{AckOffset: 0, InSync: true, Connected: true}) {
+		t.Error("without waiting for replicas, an in-sync replica is not caught up")
 	}
 }
