@@ -22,12 +22,13 @@ import (
 // committed offset that one server stream keeps current, and Log lines
 // are queued and sent in batches.
 type remoteHost struct {
-	conn   *grpc.ClientConn
-	lane   *pluginlane.Conn // nil: none
-	files  *core.LogFiles   // the store's segment files, read here (nil: ReadLog calls)
-	c      pluginpb.HostClient
-	ctx    context.Context // cancelled by close
-	cancel context.CancelFunc
+	conn    *grpc.ClientConn
+	lane    *pluginlane.Conn // nil: none
+	files   *core.LogFiles   // the store's segment files, read here (nil: ReadLog calls)
+	reports *reporter
+	c       pluginpb.HostClient
+	ctx     context.Context // cancelled by close
+	cancel  context.CancelFunc
 
 	// committed offset watch
 	wmu     sync.Mutex
@@ -68,6 +69,7 @@ func newRemoteHost(conn *grpc.ClientConn, lane *pluginlane.Conn, files *core.Log
 		conn: conn, lane: lane, files: files, c: c, ctx: ctx, cancel: cancel,
 		notify: make(chan struct{}), lwake: make(chan struct{}, 1), ldone: make(chan struct{}),
 	}
+	h.reports = newReporter(h)
 	go h.logLoop()
 	return h
 }
@@ -316,8 +318,10 @@ func (h *remoteHost) MetaApply(ctx context.Context, snapshot []byte) error {
 	return pluginwire.EmptyResult(h.c.MetaApply(ctx, &pluginpb.Bytes{Data: snapshot}))
 }
 
+// ReportReplication: see reporter for when it returns before the host
+// has the report.
 func (h *remoteHost) ReportReplication(ctx context.Context, st ReplicationState) error {
-	return pluginwire.EmptyResult(h.c.ReportReplication(ctx, replicationStateToPB(st)))
+	return h.reports.report(ctx, st)
 }
 
 // Log queues the line; a goroutine sends queued lines in batches. It never

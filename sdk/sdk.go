@@ -187,7 +187,12 @@ type Host interface {
 	MetaApply(ctx context.Context, snapshot []byte) error
 	// ReportReplication tells the host how far replication got; sync
 	// acks and visibility use it. Replicators call it whenever a value
-	// changes (coalesced; at most every few ms is plenty).
+	// changes (coalesced; at most every few ms is plenty). A report that
+	// changes Fenced or Reason returns once the host applied it. Across
+	// the process boundary one that does not may return before the host
+	// has it: it is delivered after every earlier report, and reports
+	// made while one is on its way coalesce into the newest (the host
+	// keeps only the newest state anyway).
 	ReportReplication(ctx context.Context, st ReplicationState) error
 	// Log forwards a log line into the host's slog at level (slog levels:
 	// -4 debug, 0 info, 4 warn, 8 error) with key/value attributes.

@@ -153,8 +153,11 @@ func (s *streamer) gathering(committed int64) bool {
 }
 
 // gather lets a small batch gather what the next acknowledgement's round
-// trip brings: it flushes, waits for an acknowledgement or the wait
-// bound, then learns what was committed meanwhile (no wait if it grew).
+// trip brings: it flushes and waits for an acknowledgement or the wait
+// bound. What was committed meanwhile is learnt by the next round's
+// send (which reads everything committed) or idle (whose wait returns at
+// once when the log grew), without a call to the host here: across the
+// process boundary a call is a round trip on every acknowledgement.
 func (s *streamer) gather(ctx context.Context) error {
 	if err := s.c.Flush(); err != nil {
 		return err
@@ -162,9 +165,6 @@ func (s *streamer) gather(ctx context.Context) error {
 	select {
 	case <-s.p.acked:
 	case <-s.waitBound(ctx).Done():
-	}
-	if pos, err := s.m.host.Positions(ctx); err == nil {
-		s.m.observe(pos.Committed)
 	}
 	return nil
 }
