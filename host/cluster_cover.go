@@ -138,7 +138,7 @@ func (c *clusterMember) gateFewer() {
 	// grant's conditions already hold, so it is safe for waiting acks
 	// too); a withdrawal's policy before its coverage.
 	if granted {
-		c.cover.Set(req)
+		n.host.SetCover(c.cover, req)
 	}
 	if changed {
 		n.setAckPolicy(want, c.cover)
@@ -146,7 +146,7 @@ func (c *clusterMember) gateFewer() {
 			"sync_state_set", committed, "must_hold", req.IDs, "in_sync", n.host.InSync())
 	}
 	if !granted {
-		c.cover.Set(req)
+		n.host.SetCover(c.cover, req)
 	}
 }
 

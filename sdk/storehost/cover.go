@@ -15,8 +15,8 @@ import (
 // it from the replicas' AckOffsets as the replicator reports them
 // (sdk.ReplicationState.Replicas), never from a count alone.
 //
-// It is read live: an acknowledgement that is waiting sees every Set made
-// after it started, so a replica that enters the requirement while acks
+// It is read live: an acknowledgement that is waiting sees every change
+// (Host.SetCover) made after it started, so a replica that enters the requirement while acks
 // are in flight must hold them too before they are released. A nil
 // *Coverage, or the zero CoverRequirement, requires nothing. All methods
 // are safe for concurrent use.
@@ -38,10 +38,19 @@ type CoverRequirement struct {
 	AtLeast int
 }
 
-// Set replaces the requirement (r is copied).
-func (c *Coverage) Set(r CoverRequirement) {
+// SetCover makes r c's requirement (r is copied) and, when it changed,
+// checks every waiting acknowledgement again at once (a requirement that
+// became easier to meet may release acks no report would release until
+// the replicas' state next changes).
+func (h *Host) SetCover(c *Coverage, r CoverRequirement) {
+	if old := c.Requirement(); old.AtLeast == r.AtLeast && slices.Equal(old.IDs, r.IDs) && c.req.Load() != nil {
+		return
+	}
 	r.IDs = slices.Clone(r.IDs)
 	c.req.Store(&r)
+	// As a report does: waiters on AckedOffset are released, and those
+	// held back only by the coverage check it and wait again.
+	h.replWait.Release(h.acked.Load())
 }
 
 // Requirement is the requirement in force (the zero value on a nil c or

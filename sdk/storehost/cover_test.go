@@ -73,7 +73,7 @@ func TestCoverageRule(t *testing.T) {
 			s := testStore(t)
 			h := New(s, nil)
 			c := &Coverage{}
-			c.Set(tc.req)
+			h.SetCover(c, tc.req)
 			p := NewAckPolicy(sdk.FlushPolicy{}, fewer)
 			p.Cover = c
 			end := s.Positions().Committed
@@ -105,7 +105,7 @@ func TestCoverageFollowsReportsAndChanges(t *testing.T) {
 	s := testStore(t)
 	h := New(s, nil)
 	c := &Coverage{}
-	c.Set(CoverRequirement{IDs: []string{"s1"}})
+	h.SetCover(c, CoverRequirement{IDs: []string{"s1"}})
 	p := NewAckPolicy(sdk.FlushPolicy{}, sdk.ReplicationPolicy{WaitReplicas: 2, Timeout: 5 * time.Second, AllowFewer: true, MinReplicas: 1})
 	p.Cover = c
 	end := s.Positions().Committed
@@ -128,7 +128,7 @@ func TestCoverageFollowsReportsAndChanges(t *testing.T) {
 	}
 	report(coverState(end, map[string]int64{"s1": end - 10, "s2": end}))
 	quiet("AckedOffset past the record, s1 not")
-	c.Set(CoverRequirement{IDs: []string{"s1", "s2"}})
+	h.SetCover(c, CoverRequirement{IDs: []string{"s1", "s2"}})
 	report(coverState(end, map[string]int64{"s1": end, "s2": end - 1})) // s2 fell back (a reconnect)
 	quiet("s1 holds it, s2 (named meanwhile) not")
 	if got := h.Covered(p); got != end-1 {
@@ -147,5 +147,37 @@ func TestCoverageFollowsReportsAndChanges(t *testing.T) {
 	case st := <-got:
 		t.Fatalf("done called twice (second: %v)", st)
 	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// TestSetCoverReleasesWithoutAReport: a waiting ack whose requirement is
+// relaxed (a replica left it) is released at once, with no further
+// replication report.
+func TestSetCoverReleasesWithoutAReport(t *testing.T) {
+	s := testStore(t)
+	h := New(s, nil)
+	c := &Coverage{}
+	h.SetCover(c, CoverRequirement{IDs: []string{"s1", "s2"}})
+	p := NewAckPolicy(sdk.FlushPolicy{}, sdk.ReplicationPolicy{WaitReplicas: 2, Timeout: 5 * time.Second, AllowFewer: true, MinReplicas: 1})
+	p.Cover = c
+	end := s.Positions().Committed
+	if err := h.ReportReplication(context.Background(), coverState(end, map[string]int64{"s1": end, "s2": end - 1})); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan AckStatus, 1)
+	h.Ack(p, end, func(st AckStatus) { got <- st })
+	select {
+	case st := <-got:
+		t.Fatalf("answered %v while s2 lacks the record", st)
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.SetCover(c, CoverRequirement{IDs: []string{"s1"}})
+	select {
+	case st := <-got:
+		if st != AckOK {
+			t.Fatalf("Ack = %v, want SEND_OK", st)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the relaxed requirement did not release the waiting ack")
 	}
 }
