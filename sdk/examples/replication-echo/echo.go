@@ -615,17 +615,33 @@ func (p *Plugin) followOnce() error {
 	}
 	acked := start
 	br := bufio.NewReaderSize(c, 64<<10)
+	maxFrame := 2*p.conf.BatchBytes + (4 << 20)
 	for {
 		c.SetReadDeadline(time.Now().Add(readTimeout))
-		f, err := readFrame(br, 2*p.conf.BatchBytes+(4<<20))
+		f, err := readFrame(br, maxFrame)
 		if err != nil {
 			return err
 		}
 		if f.kind == frameData {
-			if err := p.host.AppendLog(p.ctx, f.offset, f.data); err != nil {
-				return fmt.Errorf("append %d bytes at %d: %w", len(f.data), f.offset, err)
+			// Frames that follow this one and have already arrived go
+			// into the same append, up to batch_bytes: under load one
+			// Host call covers a burst (a round trip, run external).
+			data := f.data
+			for {
+				n, ok := bufferedData(br, f.offset+int64(len(data)))
+				if !ok || len(data)+n > p.conf.BatchBytes {
+					break
+				}
+				g, err := readFrame(br, maxFrame)
+				if err != nil {
+					return err
+				}
+				data = append(data, g.data...)
 			}
-			acked = f.offset + int64(len(f.data))
+			if err := p.host.AppendLog(p.ctx, f.offset, data); err != nil {
+				return fmt.Errorf("append %d bytes at %d: %w", len(data), f.offset, err)
+			}
+			acked = f.offset + int64(len(data))
 		}
 		// Acknowledge what is appended (on a heartbeat too, so the master
 		// knows this slave is alive), unless more has already arrived:

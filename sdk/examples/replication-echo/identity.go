@@ -9,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/keelmq/keel/core/meta"
+	"github.com/keelmq/keel/core/vfs"
 )
 
 // idFile is the file in a slave's sdk.Config.DataDir that holds its
@@ -19,8 +22,8 @@ const idFile = "echo-slave-id"
 // creating the file with a fresh random id (32 hex digits) when it does
 // not exist: the first start of a slave on a store gives that store its
 // id, and every later start and reconnect uses the same one. The file is
-// written whole (a temporary file, fsynced, renamed into place, the
-// directory fsynced), so a crash leaves either no id or the complete one.
+// written with meta.WriteFileAtomic, so a crash leaves either no id or the
+// complete one.
 //
 // dir must exist (sdk.Config.DataDir does). A file that holds no valid id
 // (validID) is an error naming it, never silently replaced: replacing it
@@ -49,40 +52,8 @@ func loadOrCreateID(dir string) (string, error) {
 		return "", fmt.Errorf("echo slave: new identity: %w", err)
 	}
 	id := hex.EncodeToString(raw[:])
-	if err := writeFileDurably(path, []byte(id+"\n")); err != nil {
+	if err := meta.WriteFileAtomic(vfs.OS, path, []byte(id+"\n")); err != nil {
 		return "", fmt.Errorf("echo slave: write identity: %w", err)
 	}
 	return id, nil
-}
-
-// writeFileDurably writes data to path through a temporary file in the
-// same directory, renamed into place once synced; then it syncs the
-// directory so the rename survives a power cut.
-func writeFileDurably(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/keelmq/keel/core/meta"
 )
 
 // The first call creates the id file; later calls read the same id; a
@@ -39,8 +41,7 @@ func TestLoadOrCreateID(t *testing.T) {
 	if _, err := loadOrCreateID(""); err == nil {
 		t.Fatal("no data directory: no error")
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, idFile+".tmp*"))
-	if len(left) != 0 {
-		t.Fatalf("temporary files left: %v", left)
+	if _, err := os.Stat(path + meta.TempSuffix); err == nil {
+		t.Fatalf("temporary file %s left", path+meta.TempSuffix)
 	}
 }

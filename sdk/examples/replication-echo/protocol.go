@@ -1,6 +1,7 @@
 package echo
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -207,6 +208,22 @@ func readFrame(r io.Reader, maxLen int) (frame, error) {
 		return frame{}, fmt.Errorf("read frame: %w", err)
 	}
 	return f, nil
+}
+
+// bufferedData reports the length of the data bytes of the next frame in
+// br, if that frame is a data frame at offset at that has arrived in full
+// (nothing is consumed and nothing is waited for): the slave merges such
+// frames into one append.
+func bufferedData(br *bufio.Reader, at int64) (int, bool) {
+	if br.Buffered() < 13 {
+		return 0, false
+	}
+	head, err := br.Peek(13)
+	if err != nil || head[0] != frameData || int64(binary.BigEndian.Uint64(head[1:])) != at {
+		return 0, false
+	}
+	n := int(binary.BigEndian.Uint32(head[9:]))
+	return n, br.Buffered() >= 13+n
 }
 
 func writeAck(w io.Writer, off int64) error {
