@@ -193,6 +193,9 @@ func TestClusterFewerAcksNeedEverySyncStateSetReplica(t *testing.T) {
 			t.Fatalf("acknowledged a record b does not hold (end %d, b holds %d) while the controller's SyncStateSet %v lists b: "+
 				"the controller could elect b and lose it", end, heldByB, set)
 		}
+		if st.String() != "SLAVE_NOT_AVAILABLE" {
+			t.Fatalf("with b, in the committed set, gone: %v, want SLAVE_NOT_AVAILABLE", st)
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 
