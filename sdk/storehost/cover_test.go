@@ -27,6 +27,29 @@ func coverState(acked int64, reps map[string]int64, behind ...string) sdk.Replic
 	return st
 }
 
+// noAnswer fails if got delivers a status within 50 ms.
+func noAnswer(t *testing.T, got <-chan AckStatus, what string) {
+	t.Helper()
+	select {
+	case st := <-got:
+		t.Fatalf("%s: Ack answered %v", what, st)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// answer is the status got delivers within d (failing the test, naming
+// what, if none comes).
+func answer(t *testing.T, got <-chan AckStatus, d time.Duration, what string) AckStatus {
+	t.Helper()
+	select {
+	case st := <-got:
+		return st
+	case <-time.After(d):
+		t.Fatalf("%s: Ack never answered", what)
+	}
+	return 0
+}
+
 // TestCoverageRule: under a policy with a Cover, an ack needs every named
 // replica (refused at once when one is not connected and in sync, held
 // back while one lags even when the replicator's AckedOffset passed the
@@ -85,13 +108,8 @@ func TestCoverageRule(t *testing.T) {
 			}
 			got := make(chan AckStatus, 2)
 			h.Ack(p, end, func(st AckStatus) { got <- st })
-			select {
-			case st := <-got:
-				if st != tc.want {
-					t.Fatalf("Ack = %v, want %v", st, tc.want)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Ack never answered")
+			if st := answer(t, got, 5*time.Second, tc.name); st != tc.want {
+				t.Fatalf("Ack = %v, want %v", st, tc.want)
 			}
 		})
 	}
@@ -118,36 +136,19 @@ func TestCoverageFollowsReportsAndChanges(t *testing.T) {
 	report(coverState(0, map[string]int64{"s1": 0, "s2": 0}))
 	got := make(chan AckStatus, 2)
 	h.Ack(p, end, func(st AckStatus) { got <- st })
-	quiet := func(what string) {
-		t.Helper()
-		select {
-		case st := <-got:
-			t.Fatalf("%s: Ack answered %v", what, st)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 	report(coverState(end, map[string]int64{"s1": end - 10, "s2": end}))
-	quiet("AckedOffset past the record, s1 not")
+	noAnswer(t, got, "AckedOffset past the record, s1 not")
 	h.SetCover(c, CoverRequirement{IDs: []string{"s1", "s2"}})
 	report(coverState(end, map[string]int64{"s1": end, "s2": end - 1})) // s2 fell back (a reconnect)
-	quiet("s1 holds it, s2 (named meanwhile) not")
+	noAnswer(t, got, "s1 holds it, s2 (named meanwhile) not")
 	if got := h.Covered(p); got != end-1 {
 		t.Fatalf("Covered = %d, want %d (s2's AckOffset)", got, end-1)
 	}
 	report(coverState(end, map[string]int64{"s1": end, "s2": end}))
-	select {
-	case st := <-got:
-		if st != AckOK {
-			t.Fatalf("Ack = %v, want SEND_OK", st)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Ack not released once every named replica held the record")
+	if st := answer(t, got, 5*time.Second, "every named replica holds the record"); st != AckOK {
+		t.Fatalf("Ack = %v, want SEND_OK", st)
 	}
-	select {
-	case st := <-got:
-		t.Fatalf("done called twice (second: %v)", st)
-	case <-time.After(20 * time.Millisecond):
-	}
+	noAnswer(t, got, "done called twice")
 }
 
 // TestSetCoverReleasesWithoutAReport: a waiting ack whose requirement is
@@ -166,18 +167,9 @@ func TestSetCoverReleasesWithoutAReport(t *testing.T) {
 	}
 	got := make(chan AckStatus, 1)
 	h.Ack(p, end, func(st AckStatus) { got <- st })
-	select {
-	case st := <-got:
-		t.Fatalf("answered %v while s2 lacks the record", st)
-	case <-time.After(50 * time.Millisecond):
-	}
+	noAnswer(t, got, "s2 lacks the record")
 	h.SetCover(c, CoverRequirement{IDs: []string{"s1"}})
-	select {
-	case st := <-got:
-		if st != AckOK {
-			t.Fatalf("Ack = %v, want SEND_OK", st)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the relaxed requirement did not release the waiting ack")
+	if st := answer(t, got, 2*time.Second, "the relaxed requirement"); st != AckOK {
+		t.Fatalf("Ack = %v, want SEND_OK", st)
 	}
 }
