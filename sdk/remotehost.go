@@ -2,9 +2,11 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -41,6 +43,8 @@ type remoteHost struct {
 	closed  bool
 	reset   bool               // the stream is being restarted (after a truncation)
 	cutting int                // TruncateLog calls in progress: no segment file reads
+	cuts    int                // TruncateLog calls begun, ever
+	noAwait atomic.Bool        // the host answered AwaitCommitted Unimplemented
 	wcancel context.CancelFunc // ends the current stream
 	watchWG sync.WaitGroup
 
@@ -124,7 +128,38 @@ func (h *remoteHost) FlushAfter(ctx context.Context, after int64) (int64, error)
 	return pluginwire.OffsetResult(h.c.FlushAfter(ctx, &pluginpb.Offset{Offset: after}))
 }
 
+// WaitCommitted answers from the cached committed offset when it exceeds
+// after. Otherwise, over a lane, it asks the host with one AwaitCommitted
+// call (answered the moment the offset grows, where the next watch message
+// may still be spaced out), and caches the answer; without a lane, or
+// from a host without AwaitCommitted, it waits for the watch.
 func (h *remoteHost) WaitCommitted(ctx context.Context, after int64) (int64, error) {
+	if h.lane != nil && !h.noAwait.Load() {
+		h.wmu.Lock()
+		if h.have && h.latest > after {
+			v := h.latest
+			h.wmu.Unlock()
+			return v, nil
+		}
+		cuts := h.cuts
+		h.wmu.Unlock()
+		r, err := h.c.AwaitCommitted(ctx, &pluginpb.Offset{Offset: after})
+		if err == nil {
+			h.wmu.Lock()
+			// Cached only if no truncation began since the call did: the
+			// answer may predate a cut.
+			if h.cuts == cuts && h.cutting == 0 && (!h.have || r.GetOffset() > h.latest) {
+				h.latest, h.have = r.GetOffset(), true
+				h.changed()
+			}
+			h.wmu.Unlock()
+			return r.GetOffset(), nil
+		}
+		if err = pluginwire.FromStatus(err); !errors.Is(err, ErrNotSupported) {
+			return 0, err
+		}
+		h.noAwait.Store(true) // an older host: wait for the watch
+	}
 	h.wmu.Lock()
 	gen := h.gen
 	for {
@@ -268,6 +303,7 @@ func (h *remoteHost) AppendLog(ctx context.Context, offset int64, data []byte) e
 func (h *remoteHost) TruncateLog(ctx context.Context, offset int64) error {
 	h.wmu.Lock()
 	h.cutting++
+	h.cuts++
 	h.forgetCommitted()
 	h.wmu.Unlock()
 	if h.files != nil {

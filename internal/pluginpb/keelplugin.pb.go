@@ -1767,7 +1767,7 @@ const file_keelplugin_proto_rawDesc = "" +
 	"\x04Stop\x12\x15.keel.plugin.v1.Empty\x1a\x15.keel.plugin.v1.Empty\x12<\n" +
 	"\x05Index\x12\x1c.keel.plugin.v1.IndexRequest\x1a\x15.keel.plugin.v1.Empty\x124\n" +
 	"\x04Sync\x12\x15.keel.plugin.v1.Empty\x1a\x15.keel.plugin.v1.Empty\x12>\n" +
-	"\x05Query\x12\x1c.keel.plugin.v1.QueryRequest\x1a\x17.keel.plugin.v1.Offsets2\xb5\a\n" +
+	"\x05Query\x12\x1c.keel.plugin.v1.QueryRequest\x1a\x17.keel.plugin.v1.Offsets2\xf7\a\n" +
 	"\x04Host\x12=\n" +
 	"\tPositions\x12\x15.keel.plugin.v1.Empty\x1a\x19.keel.plugin.v1.Positions\x12B\n" +
 	"\x0eWatchCommitted\x12\x16.keel.plugin.v1.Offset\x1a\x16.keel.plugin.v1.Offset0\x01\x127\n" +
@@ -1785,7 +1785,8 @@ const file_keelplugin_proto_rawDesc = "" +
 	"\x11ReportReplication\x12 .keel.plugin.v1.ReplicationState\x1a\x15.keel.plugin.v1.Empty\x126\n" +
 	"\x03Log\x12\x18.keel.plugin.v1.LogBatch\x1a\x15.keel.plugin.v1.Empty\x12<\n" +
 	"\n" +
-	"FlushAfter\x12\x16.keel.plugin.v1.Offset\x1a\x16.keel.plugin.v1.OffsetB*Z(github.com/keelmq/keel/internal/pluginpbb\x06proto3"
+	"FlushAfter\x12\x16.keel.plugin.v1.Offset\x1a\x16.keel.plugin.v1.Offset\x12@\n" +
+	"\x0eAwaitCommitted\x12\x16.keel.plugin.v1.Offset\x1a\x16.keel.plugin.v1.OffsetB*Z(github.com/keelmq/keel/internal/pluginpbb\x06proto3"
 
 var (
 	file_keelplugin_proto_rawDescOnce sync.Once
@@ -1869,40 +1870,42 @@ var file_keelplugin_proto_depIdxs = []int32{
 	22, // 37: keel.plugin.v1.Host.ReportReplication:input_type -> keel.plugin.v1.ReplicationState
 	24, // 38: keel.plugin.v1.Host.Log:input_type -> keel.plugin.v1.LogBatch
 	16, // 39: keel.plugin.v1.Host.FlushAfter:input_type -> keel.plugin.v1.Offset
-	2,  // 40: keel.plugin.v1.Plugin.Describe:output_type -> keel.plugin.v1.Description
-	9,  // 41: keel.plugin.v1.Plugin.Status:output_type -> keel.plugin.v1.Bytes
-	9,  // 42: keel.plugin.v1.Plugin.WriteMetrics:output_type -> keel.plugin.v1.Bytes
-	5,  // 43: keel.plugin.v1.FlushStrategy.Configure:output_type -> keel.plugin.v1.ConfigureResponse
-	0,  // 44: keel.plugin.v1.FlushStrategy.Start:output_type -> keel.plugin.v1.Empty
-	0,  // 45: keel.plugin.v1.FlushStrategy.Stop:output_type -> keel.plugin.v1.Empty
-	5,  // 46: keel.plugin.v1.Replicator.Configure:output_type -> keel.plugin.v1.ConfigureResponse
-	0,  // 47: keel.plugin.v1.Replicator.Start:output_type -> keel.plugin.v1.Empty
-	0,  // 48: keel.plugin.v1.Replicator.Stop:output_type -> keel.plugin.v1.Empty
-	10, // 49: keel.plugin.v1.Replicator.Promote:output_type -> keel.plugin.v1.EpochNumber
-	0,  // 50: keel.plugin.v1.Replicator.ForceWrites:output_type -> keel.plugin.v1.Empty
-	5,  // 51: keel.plugin.v1.Indexer.Configure:output_type -> keel.plugin.v1.ConfigureResponse
-	0,  // 52: keel.plugin.v1.Indexer.Start:output_type -> keel.plugin.v1.Empty
-	0,  // 53: keel.plugin.v1.Indexer.Stop:output_type -> keel.plugin.v1.Empty
-	0,  // 54: keel.plugin.v1.Indexer.Index:output_type -> keel.plugin.v1.Empty
-	0,  // 55: keel.plugin.v1.Indexer.Sync:output_type -> keel.plugin.v1.Empty
-	14, // 56: keel.plugin.v1.Indexer.Query:output_type -> keel.plugin.v1.Offsets
-	15, // 57: keel.plugin.v1.Host.Positions:output_type -> keel.plugin.v1.Positions
-	16, // 58: keel.plugin.v1.Host.WatchCommitted:output_type -> keel.plugin.v1.Offset
-	16, // 59: keel.plugin.v1.Host.Commit:output_type -> keel.plugin.v1.Offset
-	16, // 60: keel.plugin.v1.Host.Flush:output_type -> keel.plugin.v1.Offset
-	9,  // 61: keel.plugin.v1.Host.ReadLog:output_type -> keel.plugin.v1.Bytes
-	0,  // 62: keel.plugin.v1.Host.AppendLog:output_type -> keel.plugin.v1.Empty
-	0,  // 63: keel.plugin.v1.Host.TruncateLog:output_type -> keel.plugin.v1.Empty
-	9,  // 64: keel.plugin.v1.Host.ReadRecord:output_type -> keel.plugin.v1.Bytes
-	20, // 65: keel.plugin.v1.Host.Epochs:output_type -> keel.plugin.v1.EpochList
-	0,  // 66: keel.plugin.v1.Host.SetEpochs:output_type -> keel.plugin.v1.Empty
-	9,  // 67: keel.plugin.v1.Host.MetaSnapshot:output_type -> keel.plugin.v1.Bytes
-	0,  // 68: keel.plugin.v1.Host.MetaApply:output_type -> keel.plugin.v1.Empty
-	0,  // 69: keel.plugin.v1.Host.ReportReplication:output_type -> keel.plugin.v1.Empty
-	0,  // 70: keel.plugin.v1.Host.Log:output_type -> keel.plugin.v1.Empty
-	16, // 71: keel.plugin.v1.Host.FlushAfter:output_type -> keel.plugin.v1.Offset
-	40, // [40:72] is the sub-list for method output_type
-	8,  // [8:40] is the sub-list for method input_type
+	16, // 40: keel.plugin.v1.Host.AwaitCommitted:input_type -> keel.plugin.v1.Offset
+	2,  // 41: keel.plugin.v1.Plugin.Describe:output_type -> keel.plugin.v1.Description
+	9,  // 42: keel.plugin.v1.Plugin.Status:output_type -> keel.plugin.v1.Bytes
+	9,  // 43: keel.plugin.v1.Plugin.WriteMetrics:output_type -> keel.plugin.v1.Bytes
+	5,  // 44: keel.plugin.v1.FlushStrategy.Configure:output_type -> keel.plugin.v1.ConfigureResponse
+	0,  // 45: keel.plugin.v1.FlushStrategy.Start:output_type -> keel.plugin.v1.Empty
+	0,  // 46: keel.plugin.v1.FlushStrategy.Stop:output_type -> keel.plugin.v1.Empty
+	5,  // 47: keel.plugin.v1.Replicator.Configure:output_type -> keel.plugin.v1.ConfigureResponse
+	0,  // 48: keel.plugin.v1.Replicator.Start:output_type -> keel.plugin.v1.Empty
+	0,  // 49: keel.plugin.v1.Replicator.Stop:output_type -> keel.plugin.v1.Empty
+	10, // 50: keel.plugin.v1.Replicator.Promote:output_type -> keel.plugin.v1.EpochNumber
+	0,  // 51: keel.plugin.v1.Replicator.ForceWrites:output_type -> keel.plugin.v1.Empty
+	5,  // 52: keel.plugin.v1.Indexer.Configure:output_type -> keel.plugin.v1.ConfigureResponse
+	0,  // 53: keel.plugin.v1.Indexer.Start:output_type -> keel.plugin.v1.Empty
+	0,  // 54: keel.plugin.v1.Indexer.Stop:output_type -> keel.plugin.v1.Empty
+	0,  // 55: keel.plugin.v1.Indexer.Index:output_type -> keel.plugin.v1.Empty
+	0,  // 56: keel.plugin.v1.Indexer.Sync:output_type -> keel.plugin.v1.Empty
+	14, // 57: keel.plugin.v1.Indexer.Query:output_type -> keel.plugin.v1.Offsets
+	15, // 58: keel.plugin.v1.Host.Positions:output_type -> keel.plugin.v1.Positions
+	16, // 59: keel.plugin.v1.Host.WatchCommitted:output_type -> keel.plugin.v1.Offset
+	16, // 60: keel.plugin.v1.Host.Commit:output_type -> keel.plugin.v1.Offset
+	16, // 61: keel.plugin.v1.Host.Flush:output_type -> keel.plugin.v1.Offset
+	9,  // 62: keel.plugin.v1.Host.ReadLog:output_type -> keel.plugin.v1.Bytes
+	0,  // 63: keel.plugin.v1.Host.AppendLog:output_type -> keel.plugin.v1.Empty
+	0,  // 64: keel.plugin.v1.Host.TruncateLog:output_type -> keel.plugin.v1.Empty
+	9,  // 65: keel.plugin.v1.Host.ReadRecord:output_type -> keel.plugin.v1.Bytes
+	20, // 66: keel.plugin.v1.Host.Epochs:output_type -> keel.plugin.v1.EpochList
+	0,  // 67: keel.plugin.v1.Host.SetEpochs:output_type -> keel.plugin.v1.Empty
+	9,  // 68: keel.plugin.v1.Host.MetaSnapshot:output_type -> keel.plugin.v1.Bytes
+	0,  // 69: keel.plugin.v1.Host.MetaApply:output_type -> keel.plugin.v1.Empty
+	0,  // 70: keel.plugin.v1.Host.ReportReplication:output_type -> keel.plugin.v1.Empty
+	0,  // 71: keel.plugin.v1.Host.Log:output_type -> keel.plugin.v1.Empty
+	16, // 72: keel.plugin.v1.Host.FlushAfter:output_type -> keel.plugin.v1.Offset
+	16, // 73: keel.plugin.v1.Host.AwaitCommitted:output_type -> keel.plugin.v1.Offset
+	41, // [41:74] is the sub-list for method output_type
+	8,  // [8:41] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name

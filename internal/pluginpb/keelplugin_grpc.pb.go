@@ -950,6 +950,7 @@ const (
 	Host_ReportReplication_FullMethodName = "/keel.plugin.v1.Host/ReportReplication"
 	Host_Log_FullMethodName               = "/keel.plugin.v1.Host/Log"
 	Host_FlushAfter_FullMethodName        = "/keel.plugin.v1.Host/FlushAfter"
+	Host_AwaitCommitted_FullMethodName    = "/keel.plugin.v1.Host/AwaitCommitted"
 )
 
 // HostClient is the client API for Host service.
@@ -984,6 +985,13 @@ type HostClient interface {
 	// one call (sdk.FlushAfterer). Added in protocol version 1; older hosts
 	// answer Unimplemented.
 	FlushAfter(ctx context.Context, in *Offset, opts ...grpc.CallOption) (*Offset, error)
+	// AwaitCommitted waits until the committed offset exceeds the
+	// request's and returns it: sdk.Host.WaitCommitted as one call, which
+	// the plugin side makes over a lane when its cached offset does not
+	// already exceed the one asked for (WatchCommitted's messages are
+	// spaced out to save CPU; a waiter should not wait for the next one).
+	// Older hosts answer Unimplemented.
+	AwaitCommitted(ctx context.Context, in *Offset, opts ...grpc.CallOption) (*Offset, error)
 }
 
 type hostClient struct {
@@ -1153,6 +1161,16 @@ func (c *hostClient) FlushAfter(ctx context.Context, in *Offset, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *hostClient) AwaitCommitted(ctx context.Context, in *Offset, opts ...grpc.CallOption) (*Offset, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Offset)
+	err := c.cc.Invoke(ctx, Host_AwaitCommitted_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -1185,6 +1203,13 @@ type HostServer interface {
 	// one call (sdk.FlushAfterer). Added in protocol version 1; older hosts
 	// answer Unimplemented.
 	FlushAfter(context.Context, *Offset) (*Offset, error)
+	// AwaitCommitted waits until the committed offset exceeds the
+	// request's and returns it: sdk.Host.WaitCommitted as one call, which
+	// the plugin side makes over a lane when its cached offset does not
+	// already exceed the one asked for (WatchCommitted's messages are
+	// spaced out to save CPU; a waiter should not wait for the next one).
+	// Older hosts answer Unimplemented.
+	AwaitCommitted(context.Context, *Offset) (*Offset, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -1239,6 +1264,9 @@ func (UnimplementedHostServer) Log(context.Context, *LogBatch) (*Empty, error) {
 }
 func (UnimplementedHostServer) FlushAfter(context.Context, *Offset) (*Offset, error) {
 	return nil, status.Error(codes.Unimplemented, "method FlushAfter not implemented")
+}
+func (UnimplementedHostServer) AwaitCommitted(context.Context, *Offset) (*Offset, error) {
+	return nil, status.Error(codes.Unimplemented, "method AwaitCommitted not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -1524,6 +1552,24 @@ func _Host_FlushAfter_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_AwaitCommitted_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Offset)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).AwaitCommitted(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_AwaitCommitted_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).AwaitCommitted(ctx, req.(*Offset))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1586,6 +1632,10 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FlushAfter",
 			Handler:    _Host_FlushAfter_Handler,
+		},
+		{
+			MethodName: "AwaitCommitted",
+			Handler:    _Host_AwaitCommitted_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

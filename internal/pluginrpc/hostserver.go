@@ -54,6 +54,11 @@ func (s *hostServer) WatchCommitted(req *pluginpb.Offset, stream pluginpb.Host_W
 	}
 }
 
+// AwaitCommitted answers one WaitCommitted.
+func (s *hostServer) AwaitCommitted(ctx context.Context, r *pluginpb.Offset) (*pluginpb.Offset, error) {
+	return pluginwire.OffsetReply(s.h.WaitCommitted(ctx, r.GetOffset()))
+}
+
 func (s *hostServer) Commit(ctx context.Context, _ *pluginpb.Empty) (*pluginpb.Offset, error) {
 	return pluginwire.OffsetReply(s.h.Commit(ctx))
 }
