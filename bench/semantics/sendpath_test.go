@@ -21,7 +21,8 @@ import (
 // message while sending, which a machine shared with other work disturbs
 // less than the rate. KEEL_BENCH_SENDPATH_WINDOW (a duration, say 60s) spreads the
 // timers' delays over [MinDelay, window] as the semantics part does, so
-// that deliveries overlap the sends. With -cpuprofile the broker's share of the difference shows
+// that deliveries overlap the sends; KEEL_BENCH_SENDPATH_PROFILE names
+// another profile (a path) than default. With -cpuprofile the broker's share of the difference shows
 // (the node runs in the benchmark's process):
 //
 //	go test -run NONE -bench SendPath -benchtime=1x -cpuprofile /tmp/cpu.pprof ./bench/semantics/
@@ -38,6 +39,10 @@ func BenchmarkSendPath(b *testing.B) {
 		}
 		delay = Delay(w)
 	}
+	prof := os.Getenv("KEEL_BENCH_SENDPATH_PROFILE")
+	if prof == "" {
+		prof = profile(b)
+	}
 	for _, timers := range []bool{false, true} {
 		name := "plain"
 		if timers {
@@ -47,7 +52,7 @@ func BenchmarkSendPath(b *testing.B) {
 			var sent int64
 			var busy, cpu time.Duration
 			for range b.N {
-				err := wire.WithNode(context.Background(), wire.NodeSpec{Profile: profile(b), Dir: b.TempDir(), Queues: 8}, func(n *host.Node) error {
+				err := wire.WithNode(context.Background(), wire.NodeSpec{Profile: prof, Dir: b.TempDir(), Queues: 8}, func(n *host.Node) error {
 					ls := wire.LoadSpec{Addr: n.Addr("broker"), Producers: 64, BodyBytes: 128, Duration: time.Minute, Count: count}
 					if timers {
 						ls.TimerDelay = delay
