@@ -460,6 +460,7 @@ func (n *Node) serveBroker(srvCfg remoting.ServerConfig) {
 	}, backend{n})
 	brokerSrv := remoting.NewServer(srvCfg)
 	n.broker.Register(brokerSrv)
+	controller.RegisterBrokerRefusals(brokerSrv)
 	if n.nsrv != nil {
 		// The broker port also answers route lookups, so a client pointed
 		// at the broker alone works too.

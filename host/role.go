@@ -76,11 +76,7 @@ func (n *Node) ackPolicy() storehost.AckPolicy {
 // setReplicationPolicy makes sends follow the flush policy and r (default
 // timeouts filled in by storehost.NewAckPolicy, the rule's one home).
 func (n *Node) setReplicationPolicy(r sdk.ReplicationPolicy) {
-	p := storehost.NewAckPolicy(n.flushPolicy, r)
-	n.mu.Lock()
-	n.replPolicy = p.Replication
-	n.mu.Unlock()
-	n.ack.Store(&p)
+	n.setAckPolicy(r, nil)
 }
 
 // follow makes this broker a slave of the master whose HA address is

@@ -276,7 +276,8 @@ type ReplicationPolicy struct {
 	// master alone holds the record. False (the zero value): exactly
 	// WaitReplicas, as above. The host may withhold it while it cannot
 	// show that the replicas gone are also out of the controller's
-	// SyncStateSet (cluster mode).
+	// SyncStateSet (cluster mode), and there it also requires every
+	// replica of that set to hold the record (docs/cluster.md).
 	AllowFewer bool
 	// MinReplicas is the fewest in-sync replicas with which acks proceed
 	// under AllowFewer, 0 to WaitReplicas-1.
