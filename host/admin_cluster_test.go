@@ -51,9 +51,12 @@ func TestAdminClusterReportAndMetrics(t *testing.T) {
 	if idA == 0 || idB == 0 || idA == idB {
 		t.Fatalf("broker ids %d and %d, want two distinct registered ids", idA, idB)
 	}
-	waitUntil(t, 10*time.Second, "b in the SyncStateSet and a leased", func() bool {
-		_, g, _ := a.cluster.state()
-		return len(g.SyncStateSet) == 2 && a.cluster.leased()
+	// Both views: b learns the set at its own next heartbeat, and the
+	// report and metrics below read each broker's own view.
+	waitUntil(t, 10*time.Second, "b in the SyncStateSet as both brokers see it, and a leased", func() bool {
+		_, ga, _ := a.cluster.state()
+		_, gb, _ := b.cluster.state()
+		return len(ga.SyncStateSet) == 2 && len(gb.SyncStateSet) == 2 && gb.MasterEpoch == ga.MasterEpoch && a.cluster.leased()
 	})
 
 	code, r := clusterReportOf(t, ctl)
