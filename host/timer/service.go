@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelmq/keel/core"
@@ -79,8 +80,8 @@ type Service struct {
 	log  *slog.Logger
 	prec int64 // ms
 
-	mu  sync.Mutex
-	run *runState
+	mu  sync.Mutex               // serializes Start and Stop
+	run atomic.Pointer[runState] // the running loops; nil while stopped
 }
 
 type runState struct {
@@ -120,7 +121,7 @@ func (s *Service) slots() int64 {
 func (s *Service) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.run != nil {
+	if s.run.Load() != nil {
 		return nil
 	}
 	ix, fresh, err := openIndex(s.cfg.Dir, s.prec, s.slots(), s.log)
@@ -157,7 +158,7 @@ func (s *Service) Start() error {
 			loop(ctx, r)
 		}()
 	}
-	s.run = r
+	s.run.Store(r)
 	st = ix.state()
 	s.log.Info("timer delivery started", "queueOffset", st.QueueOffset, "readTick", st.ReadTick, "rebuilt", fresh)
 	return nil
@@ -192,11 +193,10 @@ func (s *Service) halt() {
 }
 
 func (s *Service) detachLocked() *runState {
-	r := s.run
+	r := s.run.Swap(nil)
 	if r == nil {
 		return nil
 	}
-	s.run = nil
 	r.stop()
 	r.wg.Wait()
 	return r
@@ -204,10 +204,7 @@ func (s *Service) detachLocked() *runState {
 
 // Notify tells the service a timer record was appended. It is cheap.
 func (s *Service) Notify() {
-	s.mu.Lock()
-	r := s.run
-	s.mu.Unlock()
-	if r != nil {
+	if r := s.run.Load(); r != nil {
 		r.notify()
 	}
 }
@@ -222,9 +219,7 @@ func (s *Service) Notify() {
 // if they are true: each entry must be what the timer queue holds at its
 // queue offset.
 func (s *Service) Appended(res []core.AppendResult, due []int64) {
-	s.mu.Lock()
-	r := s.run
-	s.mu.Unlock()
+	r := s.run.Load()
 	if r == nil {
 		return
 	}
