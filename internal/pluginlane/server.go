@@ -37,6 +37,8 @@ type Server struct {
 	strm  map[string]grpc.StreamDesc
 	impl  any
 
+	inline map[string]bool // unary methods run by the reading goroutine itself
+
 	ctx    context.Context // cancelled by Close or when the connection ends
 	cancel context.CancelFunc
 	calls  atomic.Uint64 // calls received (for tests and metrics)
@@ -71,7 +73,7 @@ func NewServer(dir string, desc *grpc.ServiceDesc, impl any) (*Server, error) {
 	}
 	s := &Server{dir: own, path: path, token: token, ln: ln, impl: impl,
 		unary: make(map[string]grpc.MethodDesc), strm: make(map[string]grpc.StreamDesc),
-		active: make(map[uint32]context.CancelFunc)}
+		active: make(map[uint32]context.CancelFunc), inline: make(map[string]bool)}
 	for _, m := range desc.Methods {
 		s.unary["/"+desc.ServiceName+"/"+m.MethodName] = m
 	}
@@ -80,6 +82,16 @@ func NewServer(dir string, desc *grpc.ServiceDesc, impl any) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// Inline names unary methods that never block for long (no wait for an
+// event, no fsync): the goroutine reading the connection runs them itself,
+// in arrival order, which saves a goroutine hand-off per call; every other
+// call runs in its own goroutine. Call it before Serve.
+func (s *Server) Inline(methods ...string) {
+	for _, m := range methods {
+		s.inline[m] = true
+	}
 }
 
 // Addr is the socket path a client dials.
@@ -192,7 +204,8 @@ func (s *Server) loop(br *bufio.Reader, w *writer) error {
 	}
 }
 
-// dispatch runs call id in its own goroutine.
+// dispatch runs call id: in its own goroutine, or here for an Inline
+// method.
 func (s *Server) dispatch(w *writer, id uint32, h callHeader, req []byte) {
 	ctx, cancel := s.ctx, context.CancelFunc(nil)
 	if h.timeout > 0 {
@@ -207,7 +220,7 @@ func (s *Server) dispatch(w *writer, id uint32, h callHeader, req []byte) {
 	s.active[id] = cancel
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
+	run := func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
@@ -242,7 +255,12 @@ func (s *Server) dispatch(w *writer, id uint32, h callHeader, req []byte) {
 			err := sd.Handler(s.impl, &serverStream{ctx: ctx, w: w, id: id, method: h.method, dec: dec})
 			s.reply(w, id, frameEnd, h.method, nil, err)
 		}
-	}()
+	}
+	if s.inline[h.method] {
+		run()
+		return
+	}
+	go run()
 }
 
 // reply sends a call's result (typ frameReply) or a stream's end.

@@ -139,6 +139,10 @@ func (r *remotePlugin) openLane(hs *hostServer) *pluginlane.Server {
 		r.c.log.Warn("plugin lane unavailable: Host calls use gRPC", "kind", r.kind, "err", err)
 		return nil
 	}
+	// The calls on a replicator's data path, none of which waits for an
+	// event or an fsync.
+	lane.Inline(pluginpb.Host_Positions_FullMethodName, pluginpb.Host_ReadLog_FullMethodName, pluginpb.Host_AppendLog_FullMethodName,
+		pluginpb.Host_ReadRecord_FullMethodName, pluginpb.Host_Epochs_FullMethodName, pluginpb.Host_ReportReplication_FullMethodName)
 	go func() {
 		if err := lane.Serve(laneAcceptWithin); err != nil {
 			r.c.log.Debug("plugin lane ended", "kind", r.kind, "err", err)
