@@ -23,14 +23,22 @@
 //
 // Memory does not grow with the number of pending timers: a 64 KiB write
 // buffer, the wheel slots changed since the last checkpoint (at most one
-// per slot) and one chunk of at most 65 536 units of the slot being
+// per slot), the 1 MiB hand-off ring (below), a 64 KiB block of the log
+// being walked and one chunk of at most 65 536 units of the slot being
 // delivered.
 //
 // # Delivery
 //
-// The service runs while its node is master. One loop reads the timer
-// queue from the checkpoint's offset and appends a unit per record to the
-// slot of its tick (a tick already being delivered moves to the next).
+// The service runs while its node is master. One loop indexes the timer
+// queue from the checkpoint's offset, in queue order, appending a unit per
+// record to the slot of its tick (a tick already being delivered moves to
+// the next). It takes each record's position, size and due time from the
+// send path's hand-off (Service.Appended, a ring of the last 32 768 timer
+// records appended) and reads the record from the log only when the ring
+// lacks its queue offset: after a start, when an appender has not reported
+// yet, or when the loop fell a ring behind. The ring is a cache of what
+// the log holds, so what the index and its checkpoint say is the same
+// either way.
 // Another walks tick after tick from the checkpoint's first undelivered
 // one, once the tick's start has come: it reads the slot's chain, sorts
 // it by due time and appends each timer's copy to REAL_TOPIC/REAL_QID at
