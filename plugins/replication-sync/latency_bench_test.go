@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,32 +18,40 @@ import (
 	"github.com/keelmq/keel/sdk/storehost"
 )
 
-// BenchmarkAckLatency: one producer, one message at a time, each waiting
-// for the slave's acknowledgement: ns/op is a message's round trip, with
+// BenchmarkAckLatency: 1 or 64 producers, each sending one message at a
+// time and waiting for the slave's acknowledgement (ns/op with one
+// producer is a message's round trip; with 64, 1/throughput), with
 // the master's and the slave's replicator in-process (builtin) or as the
-// external binary, to show what each process boundary adds (issue #19).
+// external binary (over the lane, or gRPC alone), to show what each
+// process boundary adds (issue #19).
 // lane-calls/msg counts the Host calls each external side made.
 func BenchmarkAckLatency(b *testing.B) {
 	bin := plugintest.Build(b, "./cmd/replication-sync")
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.DiscardHandler)) // the builtin logs through the default logger
 	defer slog.SetDefault(prev)
-	for _, c := range []struct{ master, slave string }{{"builtin", "builtin"}, {"external", "builtin"}, {"builtin", "external"}, {"external", "external"}} {
-		b.Run("master="+c.master+"/slave="+c.slave, func(b *testing.B) {
-			ackRoundTrips(b, bin, c.master == "external", c.slave == "external")
-		})
+	for _, c := range []struct{ master, slave string }{{"builtin", "builtin"}, {"external", "builtin"}, {"builtin", "external"}, {"external", "external"}, {"external-grpc", "external-grpc"}} {
+		for _, producers := range []int{1, 64} {
+			b.Run(fmt.Sprintf("master=%s/slave=%s/p%d", c.master, c.slave, producers), func(b *testing.B) {
+				ackRoundTrips(b, bin, c.master, c.slave, producers)
+			})
+		}
 	}
 }
 
-func ackRoundTrips(t *testing.B, bin string, extM, extS bool) {
+// ackRoundTrips runs the benchmark with each side's replicator "builtin",
+// "external" or "external-grpc" (external without the lane: every Host
+// call over gRPC, as before it).
+func ackRoundTrips(t *testing.B, bin, master, slave string, producers int) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	mk := func(ext bool) sdk.Replicator {
-		if !ext {
+	mk := func(mode string) sdk.Replicator {
+		if mode == "builtin" {
 			return New()
 		}
-		c, err := pluginrpc.Dial(context.Background(), pluginrpc.DialOptions{Path: bin, Logger: slog.New(slog.DiscardHandler), SocketDir: t.TempDir()})
+		c, err := pluginrpc.Dial(context.Background(), pluginrpc.DialOptions{Path: bin, Logger: slog.New(slog.DiscardHandler), SocketDir: t.TempDir(),
+			NoLane: mode == "external-grpc"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +77,7 @@ func ackRoundTrips(t *testing.B, bin string, extM, extS bool) {
 		return sdk.Config{Name: "sync", Document: []byte(doc), Section: "replication", Role: role, Addr: addr, PeerAddr: peer, Secret: "s", DataDir: t.TempDir()}
 	}
 	ctx := context.Background()
-	m, s := mk(extM), mk(extS)
+	m, s := mk(master), mk(slave)
 	if err := m.Configure(ctx, cfg("master", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +124,17 @@ func ackRoundTrips(t *testing.B, bin string, extM, extS bool) {
 	}
 	before := calls()
 	t.ResetTimer()
-	for i := 0; i < t.N; i++ {
-		send(i)
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; i < t.N; i += producers {
+				send(i)
+			}
+		}(p)
 	}
+	wg.Wait()
 	t.StopTimer()
 	t.ReportMetric(float64(calls()-before)/float64(t.N), "lane-calls/msg")
 }
