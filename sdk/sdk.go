@@ -4,8 +4,11 @@
 //
 // The same interface value is served two ways, and a plugin cannot tell
 // which: in-process (a builtin, a plain Go method call, ~50 ns) and as an
-// external process through hashicorp/go-plugin over gRPC (~150 µs a call).
-// Because of the second, every exchange here carries ranges and batches
+// external process started through hashicorp/go-plugin, whose Host calls
+// travel over a plain unix socket (the lane; ~110 µs a round trip on a
+// loaded 2-vCPU VM, against ~60 µs for the bare socket and ~300 µs over
+// go-plugin's gRPC) and whose ReadLog reads the store's segment files
+// directly. Because of the second, every exchange here carries ranges and batches
 // ("the log is committed up to X", "index records [a,b)"), never one call
 // per message.
 //
