@@ -242,14 +242,22 @@ func TestConnectionLossFailsCallsUnavailable(t *testing.T) {
 	}
 }
 
-func TestWrongTokenRefused(t *testing.T) {
+// serving starts a server for a fresh fake; Serve's result arrives on
+// the channel.
+func serving(t *testing.T) (*Server, chan error) {
+	t.Helper()
 	s, err := NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, newFake())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(10 * time.Second) }()
+	return s, served
+}
+
+func TestWrongTokenRefused(t *testing.T) {
+	s, served := serving(t)
 	if _, err := Dial(context.Background(), s.Addr(), []byte("not the token")); err == nil {
 		t.Fatal("Dial with a wrong token succeeded")
 	}
@@ -263,13 +271,7 @@ func TestWrongTokenRefused(t *testing.T) {
 }
 
 func TestMalformedFrameEndsTheConnection(t *testing.T) {
-	s, err := NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, newFake())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(10 * time.Second) }()
+	s, served := serving(t)
 	nc, err := net.Dial("unix", s.Addr())
 	if err != nil {
 		t.Fatal(err)

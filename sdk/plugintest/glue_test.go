@@ -118,13 +118,19 @@ func (c *countingHost) WaitCommitted(ctx context.Context, after int64) (int64, e
 // with host.
 func startProbe(t *testing.T, h sdk.Host, logger *slog.Logger) (*pluginrpc.Client, *pluginrpc.RemoteIndexer) {
 	t.Helper()
+	return startProbeLane(t, h, logger, false)
+}
+
+// startProbeLane is startProbe, with noLane as pluginrpc.DialOptions.NoLane.
+func startProbeLane(t *testing.T, h sdk.Host, logger *slog.Logger, noLane bool) (*pluginrpc.Client, *pluginrpc.RemoteIndexer) {
+	t.Helper()
 	bin := plugintest.Build(t, testPluginPkg)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: logger, SocketDir: t.TempDir()})
+	c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: logger, SocketDir: t.TempDir(), NoLane: noLane})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,25 +473,9 @@ func TestHostCallsTakeTheLane(t *testing.T) {
 			s, h := hostEnv(t, nil)
 			appendN(t, s, 3)
 			logs := &capture{}
-			bin := plugintest.Build(t, testPluginPkg)
+			_, x := startProbeLane(t, h, slog.New(logs), noLane)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(logs), SocketDir: t.TempDir(), NoLane: noLane})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Kill)
-			x, err := c.Indexer()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Configure(ctx, sdk.Config{Name: "probe", Section: "index", Document: []byte("schema = 1\n"), DataDir: t.TempDir()}); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Start(ctx, h); err != nil {
-				t.Fatal(err)
-			}
-			defer x.Stop(context.Background())
 			if _, err := x.Query(ctx, sdk.Query{Topic: "__host", Key: "positions 10", Max: 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -551,25 +541,9 @@ func TestReadLogFromSegmentFiles(t *testing.T) {
 				}
 			}
 			add(6000, "a") // about 2.3 MiB: three 1 MiB segments
-			bin := plugintest.Build(t, testPluginPkg)
+			_, x := startProbeLane(t, h, nil, noLane)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := pluginrpc.Dial(ctx, pluginrpc.DialOptions{Path: bin, Args: []string{"probe"}, Logger: slog.New(slog.DiscardHandler), SocketDir: t.TempDir(), NoLane: noLane})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Kill)
-			x, err := c.Indexer()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Configure(ctx, sdk.Config{Name: "probe", Section: "index", Document: []byte("schema = 1\n"), DataDir: t.TempDir()}); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Start(ctx, h); err != nil {
-				t.Fatal(err)
-			}
-			defer x.Stop(context.Background())
 			readAll := func(maxBytes int) []int64 {
 				t.Helper()
 				got, err := x.Query(ctx, sdk.Query{Topic: "__host", Key: fmt.Sprintf("readall %d", maxBytes), Max: 2})
