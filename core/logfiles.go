@@ -34,9 +34,10 @@ func (s *Store) LogLocation() (dir string, segmentSize int64, ok bool) {
 // mapping shares) and never change, except by a truncation, after which
 // the reader must be Reset and must not be given a committed offset the
 // truncation removed. Retention may delete a segment: a read of it then
-// fails, unless the reader still holds it open (its bytes are still the
-// log's). Every error means "ask the store" (Store.ReadLog), never that
-// the log is damaged.
+// fails, unless the reader still holds it open, when it returns the bytes
+// the segment held (where Store.ReadLog would refuse the offset as below
+// the log's minimum). Every error means "ask the store" (Store.ReadLog),
+// never that the log is damaged.
 type LogFiles struct {
 	dir     string
 	segSize int64

@@ -283,13 +283,20 @@ func (h *remoteHost) readFiles(from int64, maxBytes int, buf []byte) ([]byte, bo
 		return nil, false
 	}
 	h.wmu.Lock()
-	committed, have, cutting := h.latest, h.have, h.cutting
+	committed, have, cutting, cuts := h.latest, h.have, h.cutting, h.cuts
 	h.wmu.Unlock()
 	if !have || from >= committed || cutting > 0 {
 		return nil, false
 	}
 	b, err := h.files.ReadInto(from, committed, maxBytes, buf)
-	return b, err == nil
+	if err != nil {
+		return nil, false
+	}
+	// A cut that began during the read may have replaced what it read.
+	h.wmu.Lock()
+	ok := h.cuts == cuts && h.cutting == 0
+	h.wmu.Unlock()
+	return b, ok
 }
 
 func (h *remoteHost) AppendLog(ctx context.Context, offset int64, data []byte) error {

@@ -22,13 +22,14 @@ import (
 type reporter struct {
 	h *remoteHost
 
-	mu     sync.Mutex
-	idle   *sync.Cond
-	busy   bool                       // a send is in progress
-	next   *pluginpb.ReplicationState // the newest report not yet sent
-	sent   bool                       // a report reached the host (fenced and reason are its)
-	fenced bool
-	reason string
+	mu      sync.Mutex
+	idle    *sync.Cond
+	busy    bool                       // a send is in progress
+	syncing bool                       // ... and it is a synchronous one (a fence change)
+	next    *pluginpb.ReplicationState // the newest report not yet sent
+	sent    bool                       // a report reached the host (fenced and reason are its)
+	fenced  bool
+	reason  string
 }
 
 // reportTimeout bounds one background send.
@@ -46,6 +47,9 @@ func (r *reporter) report(ctx context.Context, st ReplicationState) error {
 		return pluginwire.EmptyResult(r.h.c.ReportReplication(ctx, pb))
 	}
 	r.mu.Lock()
+	for r.syncing {
+		r.idle.Wait() // no report overtakes, or is judged against, a fence on its way
+	}
 	if r.sent && st.Fenced == r.fenced && st.Reason == r.reason {
 		r.next = pb
 		if !r.busy {
@@ -58,13 +62,14 @@ func (r *reporter) report(ctx context.Context, st ReplicationState) error {
 	for r.busy {
 		r.idle.Wait()
 	}
-	r.busy, r.next = true, nil
+	r.busy, r.syncing, r.next = true, true, nil
 	r.mu.Unlock()
 	err := pluginwire.EmptyResult(r.h.c.ReportReplication(ctx, pb))
 	r.mu.Lock()
-	if err == nil {
-		r.sent, r.fenced, r.reason = true, st.Fenced, st.Reason
-	}
+	r.syncing = false
+	// After an error the host may or may not have applied it: the next
+	// report is synchronous too, whatever its fence.
+	r.sent, r.fenced, r.reason = err == nil, st.Fenced, st.Reason
 	r.busy = false
 	r.idle.Broadcast()
 	r.mu.Unlock()
@@ -87,8 +92,31 @@ func (r *reporter) sendLoop() {
 		ctx, cancel := context.WithTimeout(r.h.ctx, reportTimeout)
 		_, err := r.h.c.ReportReplication(ctx, pb)
 		cancel()
-		if err != nil && r.h.ctx.Err() == nil {
-			r.h.Log(context.Background(), int(slog.LevelWarn), "report replication state to the host", map[string]string{"err": pluginwire.FromStatus(err).Error()})
+		if err == nil {
+			continue
+		}
+		if r.h.ctx.Err() != nil {
+			r.mu.Lock()
+			r.next, r.busy = nil, false
+			r.idle.Broadcast()
+			r.mu.Unlock()
+			return
+		}
+		r.h.Log(context.Background(), int(slog.LevelWarn), "report replication state to the host (retrying)", map[string]string{"err": pluginwire.FromStatus(err).Error()})
+		// The replicator counts this report as made: send it again
+		// unless a newer one came, and make the next one synchronous.
+		r.mu.Lock()
+		if r.next == nil {
+			r.next = pb
+		}
+		r.sent = false
+		r.mu.Unlock()
+		select {
+		case <-r.h.ctx.Done():
+		case <-time.After(reportRetry):
 		}
 	}
 }
+
+// reportRetry spaces the retries of a background report that failed.
+const reportRetry = 10 * time.Millisecond

@@ -8,6 +8,7 @@ import (
 
 	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
+	"github.com/keelmq/keel/internal/pluginwire"
 )
 
 // slowReports is a Host service whose ReportReplication takes a while
@@ -17,13 +18,18 @@ type slowReports struct {
 	mu   sync.Mutex
 	got  []*pluginpb.ReplicationState
 	wait time.Duration
+	fail int // the next fail calls answer Unavailable
 }
 
 func (s *slowReports) ReportReplication(_ context.Context, r *pluginpb.ReplicationState) (*pluginpb.Empty, error) {
 	time.Sleep(s.wait)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail > 0 {
+		s.fail--
+		return nil, pluginwire.ToStatus(ErrUnavailable)
+	}
 	s.got = append(s.got, r)
-	s.mu.Unlock()
 	return &pluginpb.Empty{}, nil
 }
 
@@ -94,5 +100,61 @@ func TestReportsOverTheLane(t *testing.T) {
 		if progress[i].GetAckedOffset() <= progress[i-1].GetAckedOffset() {
 			t.Fatalf("progress reports out of order: %v", progress)
 		}
+	}
+}
+
+// TestFailedReportsAreRetried: a background report the host failed is
+// sent again (the replicator counts it as made and may not report again
+// on an idle log), and a failed fence change makes the next report
+// synchronous whatever its fence.
+func TestFailedReportsAreRetried(t *testing.T) {
+	srv := &slowReports{}
+	ls, err := pluginlane.NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ls.Serve(10 * time.Second)
+	defer ls.Close()
+	lane, err := pluginlane.Dial(context.Background(), ls.Addr(), ls.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lane.Close()
+	h := newRemoteHost(nil, lane, nil)
+	defer h.cancel()
+	ctx := context.Background()
+	if err := h.ReportReplication(ctx, ReplicationState{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	srv.fail = 2
+	srv.mu.Unlock()
+	if err := h.ReportReplication(ctx, ReplicationState{AckedOffset: 7}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := srv.received()
+		if len(got) == 2 && got[1].GetAckedOffset() == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed background report never arrived: %v", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A fence change whose send fails: the next report, with the same
+	// fence, is synchronous (it has arrived when it returns).
+	srv.mu.Lock()
+	srv.fail = 1
+	srv.mu.Unlock()
+	if err := h.ReportReplication(ctx, ReplicationState{AckedOffset: 7, Fenced: true, Reason: "r"}); err == nil {
+		t.Fatal("a failed synchronous report returned nil")
+	}
+	if err := h.ReportReplication(ctx, ReplicationState{AckedOffset: 8, Fenced: true, Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.received(); len(got) != 3 || !got[2].GetFenced() || got[2].GetAckedOffset() != 8 {
+		t.Fatalf("after a failed fence change the next report was not synchronous: %v", got)
 	}
 }

@@ -179,6 +179,9 @@ func (c *Conn) start(ctx context.Context, method string, req any) (uint32, *pend
 	if err != nil {
 		return 0, nil, status.Errorf(codes.Internal, "plugin lane: %s: encode request: %v", method, err)
 	}
+	if n := frameOverhead + len(hdr) + len(body); n > MaxFrame {
+		return 0, nil, status.Errorf(codes.ResourceExhausted, "plugin lane: %s: a %d-byte request is over the %d-byte frame limit", method, n, MaxFrame)
+	}
 	p := &pending{wake: make(chan struct{}, 1)}
 	c.mu.Lock()
 	if c.err != nil {
@@ -335,7 +338,7 @@ func (s *clientStream) RecvMsg(m any) error {
 			return status.Errorf(codes.Internal, "plugin lane: %s: decode stream message: %v", s.method, err)
 		}
 		return nil
-	case frameEnd:
+	case frameEnd, frameReply: // a reply: the server refused the stream (unknown method)
 		code, rest, err := parseStatus(f.body)
 		switch {
 		case err != nil:

@@ -293,3 +293,20 @@ func TestMalformedFrameEndsTheConnection(t *testing.T) {
 		t.Fatal("a malformed call did not end the connection")
 	}
 }
+
+// TestUnknownStreamIsUnimplemented: a stream the server does not serve
+// reads as codes.Unimplemented (sdk.ErrNotSupported), not an internal
+// error.
+func TestUnknownStreamIsUnimplemented(t *testing.T) {
+	_, _, c := pair(t, newFake())
+	st, err := c.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true}, "/keel.plugin.v1.Host/NoSuchStream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SendMsg(&pluginpb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecvMsg(&pluginpb.Offset{}); !errors.Is(pluginwire.FromStatus(err), pluginwire.ErrNotSupported) {
+		t.Fatalf("RecvMsg = %v, want ErrNotSupported", err)
+	}
+}

@@ -214,6 +214,12 @@ func (s *Server) dispatch(w *writer, id uint32, h callHeader, req []byte) {
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		s.reply(w, id, frameReply, h.method, nil, status.Error(codes.Unavailable, "plugin lane: the host closed the lane"))
+		return
+	}
 	if prev := s.active[id]; prev != nil {
 		prev() // an id reused while its call still runs: the old one is abandoned
 	}
@@ -279,6 +285,9 @@ func (s *Server) reply(w *writer, id uint32, typ byte, method string, resp any, 
 	}
 	if err != nil || typ == frameEnd {
 		body = appendStatus(nil, err)
+	}
+	if frameOverhead+len(body) > MaxFrame {
+		body = appendStatus(nil, status.Errorf(codes.ResourceExhausted, "plugin lane: %s: a %d-byte response is over the %d-byte frame limit", method, len(body), MaxFrame))
 	}
 	_ = w.send(typ, id, body) // a failed send ends the connection's reader too
 }

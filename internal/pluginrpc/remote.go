@@ -107,6 +107,9 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 	select {
 	case srv = <-srvCh:
 	case <-r.c.Done():
+		if lane != nil {
+			lane.Close()
+		}
 		return fmt.Errorf("start %s plugin %s: plugin exited: %w", r.kind, r.c.path, sdk.ErrUnavailable)
 	}
 	r.mu.Lock()
@@ -139,9 +142,9 @@ func (r *remotePlugin) openLane(hs *hostServer) *pluginlane.Server {
 		r.c.log.Warn("plugin lane unavailable: Host calls use gRPC", "kind", r.kind, "err", err)
 		return nil
 	}
-	// The calls on a replicator's data path, none of which waits for an
-	// event or an fsync.
-	lane.Inline(pluginpb.Host_Positions_FullMethodName, pluginpb.Host_ReadLog_FullMethodName, pluginpb.Host_AppendLog_FullMethodName,
+	// The calls on a replicator's data path that never wait for an event
+	// or an fsync (AppendLog may wait for room in the tail: not inline).
+	lane.Inline(pluginpb.Host_Positions_FullMethodName, pluginpb.Host_ReadLog_FullMethodName,
 		pluginpb.Host_ReadRecord_FullMethodName, pluginpb.Host_Epochs_FullMethodName, pluginpb.Host_ReportReplication_FullMethodName)
 	go func() {
 		if err := lane.Serve(laneAcceptWithin); err != nil {
