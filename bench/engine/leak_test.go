@@ -1,46 +1,27 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/keelmq/keel/bench/matrix"
+	"github.com/keelmq/keel/internal/proctest"
 	"github.com/keelmq/keel/sdk"
 )
 
-// children lists the processes whose parent is this test process, zombies
-// included, as "pid comm state".
+// children lists this test process's child processes (proctest.Children).
 func children(t *testing.T) []string {
 	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	kids, err := proctest.Children()
 	if err != nil {
 		t.Fatal(err)
 	}
-	self := strconv.Itoa(os.Getpid())
-	var out []string
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(b[i+1:]))
-		if len(fields) >= 2 && fields[1] == self {
-			out = append(out, strings.TrimSpace(string(b[:i+1]))+" "+fields[0])
-		}
-	}
-	return out
+	return kids
 }
 
 // TestFailedSetUpLeavesNoProcess fails a cell's set-up on purpose after an
