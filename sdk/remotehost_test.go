@@ -61,6 +61,29 @@ func (c *committedHost) Log(context.Context, *pluginpb.LogBatch) (*pluginpb.Empt
 	return &pluginpb.Empty{}, nil
 }
 
+// laneHost is a remote host whose lane reaches srv; the lane, its server
+// and the host's goroutines end with the test.
+func laneHost(t *testing.T, srv pluginpb.HostServer) *remoteHost {
+	t.Helper()
+	ls, err := pluginlane.NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ls.Serve(10 * time.Second)
+	t.Cleanup(func() { ls.Close() })
+	lane, err := pluginlane.Dial(context.Background(), ls.Addr(), ls.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newRemoteHost(nil, lane, nil)
+	t.Cleanup(func() {
+		h.cancel()
+		h.watchWG.Wait()
+		lane.Close()
+	})
+	return h
+}
+
 // TestWaitCommittedOverTheLane: a wait the cache cannot answer is one
 // AwaitCommitted call, answered when the offset grows; a host without
 // AwaitCommitted is waited on through the watch instead.
@@ -68,16 +91,7 @@ func TestWaitCommittedOverTheLane(t *testing.T) {
 	for _, old := range []bool{false, true} {
 		srv := &committedHost{old: old}
 		srv.committed.Store(100)
-		ls, err := pluginlane.NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, srv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ls.Serve(10 * time.Second)
-		lane, err := pluginlane.Dial(context.Background(), ls.Addr(), ls.Token())
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newRemoteHost(nil, lane, nil)
+		h := laneHost(t, srv)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if v, err := h.WaitCommitted(ctx, 50); err != nil || v != 100 {
 			t.Fatalf("old=%v: WaitCommitted(50) = %d, %v", old, v, err)
@@ -112,9 +126,5 @@ func TestWaitCommittedOverTheLane(t *testing.T) {
 			t.Errorf("%d AwaitCommitted calls, want 2", srv.awaits.Load())
 		}
 		cancel()
-		h.cancel()
-		h.watchWG.Wait()
-		lane.Close()
-		ls.Close()
 	}
 }

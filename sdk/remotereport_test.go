@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
 )
@@ -48,19 +47,7 @@ func (s *slowReports) received() []*pluginpb.ReplicationState {
 // in between coalesce to the newest, which the host gets.
 func TestReportsOverTheLane(t *testing.T) {
 	srv := &slowReports{wait: 5 * time.Millisecond}
-	ls, err := pluginlane.NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ls.Serve(10 * time.Second)
-	defer ls.Close()
-	lane, err := pluginlane.Dial(context.Background(), ls.Addr(), ls.Token())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lane.Close()
-	h := newRemoteHost(nil, lane, nil)
-	defer h.cancel()
+	h := laneHost(t, srv)
 	ctx := context.Background()
 
 	if err := h.ReportReplication(ctx, ReplicationState{Fenced: true, Reason: "starting"}); err != nil {
@@ -109,19 +96,7 @@ func TestReportsOverTheLane(t *testing.T) {
 // synchronous whatever its fence.
 func TestFailedReportsAreRetried(t *testing.T) {
 	srv := &slowReports{}
-	ls, err := pluginlane.NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ls.Serve(10 * time.Second)
-	defer ls.Close()
-	lane, err := pluginlane.Dial(context.Background(), ls.Addr(), ls.Token())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lane.Close()
-	h := newRemoteHost(nil, lane, nil)
-	defer h.cancel()
+	h := laneHost(t, srv)
 	ctx := context.Background()
 	if err := h.ReportReplication(ctx, ReplicationState{}); err != nil {
 		t.Fatal(err)
