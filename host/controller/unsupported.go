@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"fmt"
-
 	"github.com/keelmq/keel/host/remoting"
 )
 
@@ -22,21 +20,11 @@ var unsupported = map[int16]string{
 const idsAtRegister = "keel's controller gives a broker its id in the answer to CONTROLLER_REGISTER_BROKER (1003), " +
 	"by its nodeId (else its address)"
 
-// notSupported answers REQUEST_CODE_NOT_SUPPORTED with what keel does
-// instead of req's code.
-func notSupported(req *remoting.Request) *remoting.Command {
-	remark, ok := unsupported[req.Cmd.Code]
-	if !ok {
-		remark = fmt.Sprintf("request code %d not supported", req.Cmd.Code)
-	}
-	return remoting.NewResponse(req.Cmd, remoting.RequestCodeNotSupported, remark)
-}
-
 // registerUnsupported makes rs refuse every code in unsupported, naming
 // what keel does instead (a controller's server).
 func registerUnsupported(rs *remoting.Server) {
-	for code := range unsupported {
-		rs.Handle(code, notSupported)
+	for code, remark := range unsupported {
+		rs.Refuse(code, remark)
 	}
 }
 
@@ -44,5 +32,5 @@ func registerUnsupported(rs *remoting.Server) {
 // controller-to-broker codes keel does not send (NOTIFY_BROKER_ROLE_CHANGED),
 // naming what keel does instead. Call it before rs serves.
 func RegisterBrokerRefusals(rs *remoting.Server) {
-	rs.Handle(remoting.CodeNotifyBrokerRoleChanged, notSupported)
+	rs.Refuse(remoting.CodeNotifyBrokerRoleChanged, unsupported[remoting.CodeNotifyBrokerRoleChanged])
 }

@@ -24,8 +24,12 @@ func (b *Broker) registerAdmin(s *Server) {
 	s.Handle(CodeGetBrokerRuntimeInfo, b.handleGetBrokerRuntimeInfo)
 	s.Handle(CodeInvokeBrokerToResetOffset, b.handleInvokeBrokerToResetOffset)
 	s.Handle(CodeQueryTopicConsumeByWho, b.handleQueryTopicConsumeByWho)
-	s.Handle(CodeCleanExpiredConsumeQueue, b.handleCleanUnsupported)
-	s.Handle(CodeCleanUnusedTopic, b.handleCleanUnsupported)
+	// Refused: retention already trims every consume queue to the log's
+	// oldest record, and removing a deleted topic's consume queues while
+	// the dispatcher may write to them needs the store's own coordination,
+	// which it does not offer yet. Nothing changes.
+	s.Refuse(CodeCleanExpiredConsumeQueue, "CLEAN_EXPIRED_CONSUMEQUEUE is not supported by keel: retention trims every consume queue to the log's oldest record by itself")
+	s.Refuse(CodeCleanUnusedTopic, "CLEAN_UNUSED_TOPIC is not supported by keel: a deleted topic's consume queues stay until retention removes their messages")
 }
 
 // adminError answers a failed admin change: INVALID_PARAMETER for a

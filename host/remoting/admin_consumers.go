@@ -52,17 +52,3 @@ func (r *registry) groupsSubscribing(topic string) []string {
 	}
 	return out
 }
-
-// handleCleanUnsupported answers CLEAN_EXPIRED_CONSUMEQUEUE (306) and
-// CLEAN_UNUSED_TOPIC (316) with REQUEST_CODE_NOT_SUPPORTED and why:
-// keel's retention already trims every consume queue to the log's oldest
-// record, and removing a deleted topic's consume queues while the
-// dispatcher may write to them needs the store's own coordination, which
-// it does not offer yet. Nothing changes.
-func (b *Broker) handleCleanUnsupported(req *Request) *Command {
-	remark := "CLEAN_UNUSED_TOPIC is not supported by keel: a deleted topic's consume queues stay until retention removes their messages"
-	if req.Cmd.Code == CodeCleanExpiredConsumeQueue {
-		remark = "CLEAN_EXPIRED_CONSUMEQUEUE is not supported by keel: retention trims every consume queue to the log's oldest record by itself"
-	}
-	return NewResponse(req.Cmd, RequestCodeNotSupported, remark)
-}

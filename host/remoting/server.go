@@ -159,6 +159,14 @@ func NewServer(cfg ServerConfig) *Server {
 // later registration for the same code replaces the earlier one.
 func (s *Server) Handle(code int16, h Handler) { s.handlers[code] = h }
 
+// Refuse makes the server answer code, a RocketMQ request keel does not
+// implement, with REQUEST_CODE_NOT_SUPPORTED and remark (what keel does
+// instead), where an unregistered code gets a bare "not supported". It
+// must be called before Serve.
+func (s *Server) Refuse(code int16, remark string) {
+	s.Handle(code, func(req *Request) *Command { return NewResponse(req.Cmd, RequestCodeNotSupported, remark) })
+}
+
 // OnConnClose registers f to run once for every connection after it has
 // closed and its reader has stopped. It must be called before Serve. f runs
 // on the connection's own goroutine; it must not block for long.
