@@ -21,8 +21,9 @@ import (
 // the host over its lane (package internal/pluginlane) when the host
 // offered one and it connected, else over the brokered gRPC connection;
 // the two carry the same service. WaitCommitted is answered from a cached
-// committed offset that one server stream keeps current, and Log lines
-// are queued and sent in batches.
+// committed offset when it can; the cache is kept by AwaitCommitted's
+// answers over a lane, else by one WatchCommitted stream. Log lines are
+// queued and sent in batches.
 type remoteHost struct {
 	conn    *grpc.ClientConn
 	lane    *pluginlane.Conn // nil: none
@@ -257,7 +258,7 @@ func (h *remoteHost) Flush(ctx context.Context) (int64, error) {
 }
 
 // ReadLog reads the segment files itself when the host offered them and
-// from is below the committed offset the watch last brought; otherwise,
+// from is below the cached committed offset; otherwise,
 // or when that read fails, it asks the host.
 func (h *remoteHost) ReadLog(ctx context.Context, from int64, maxBytes int) ([]byte, error) {
 	if b, ok := h.readFiles(from, maxBytes, nil); ok {

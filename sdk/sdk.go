@@ -5,9 +5,9 @@
 // The same interface value is served two ways, and a plugin cannot tell
 // which: in-process (a builtin, a plain Go method call, ~50 ns) and as an
 // external process started through hashicorp/go-plugin, whose Host calls
-// travel over a plain unix socket (the lane; ~110 µs a round trip on a
-// loaded 2-vCPU VM, against ~60 µs for the bare socket and ~300 µs over
-// go-plugin's gRPC) and whose ReadLog reads the store's segment files
+// travel over a plain unix socket (the lane; ~120 µs a round trip on a
+// loaded 2-vCPU VM, against ~50 µs for the bare socket and ~280 µs over
+// go-plugin's gRPC: docs/performance.md) and whose ReadLog reads the store's segment files
 // directly. Because of the second, every exchange here carries ranges and batches
 // ("the log is committed up to X", "index records [a,b)"), never one call
 // per message.

@@ -41,9 +41,10 @@ type timerSent struct {
 }
 
 // timerKind sets one of RocketMQ 5's three timer properties on m so that
-// it falls due d after the send, and returns the earliest and latest due
-// time the broker may compute (a relative delay counts from the broker's
-// receipt, between before and the send's return).
+// it falls due d after the send, and returns the earliest due time the
+// broker may compute. A relative delay counts from the millisecond of the
+// broker's receipt (RocketMQ's millisecond clock), which is no earlier
+// than before's millisecond.
 type timerKind struct {
 	name string
 	set  func(m *primitive.Message, before time.Time, d time.Duration) (earliest time.Time)
@@ -57,11 +58,11 @@ var timerKinds = []timerKind{
 	}},
 	{"delay-sec", func(m *primitive.Message, before time.Time, d time.Duration) time.Time {
 		m.WithProperty("TIMER_DELAY_SEC", strconv.FormatInt(int64(d/time.Second), 10))
-		return before.Add(d.Truncate(time.Second))
+		return time.UnixMilli(before.UnixMilli()).Add(d.Truncate(time.Second))
 	}},
 	{"delay-ms", func(m *primitive.Message, before time.Time, d time.Duration) time.Time {
 		m.WithProperty("TIMER_DELAY_MS", strconv.FormatInt(d.Milliseconds(), 10))
-		return before.Add(d.Truncate(time.Millisecond))
+		return time.UnixMilli(before.UnixMilli()).Add(d.Truncate(time.Millisecond))
 	}},
 }
 
