@@ -29,7 +29,8 @@
 // master): the controller makes it a slave of the new master, and
 // under sync replication the new master acknowledges with SEND_OK only
 // once that replica is back in its SyncStateSet (until then it answers
-// SLAVE_NOT_AVAILABLE: keel has no minimum in-sync setting yet).
+// SLAVE_NOT_AVAILABLE: the profile keeps min_in_sync_replicas at
+// wait_replicas).
 //
 // Figures of one run, all measured from the kill:
 //

@@ -26,7 +26,7 @@ type PartOptions struct {
 
 // Notes explaining the rows, written into each row's note.
 const (
-	noteSync  = "the new master answers SLAVE_NOT_AVAILABLE (stored, not acknowledged) until the old master, restarted once the route names the new one, is back in its SyncStateSet: keel has no minimum in-sync setting yet"
+	noteSync  = "the new master answers SLAVE_NOT_AVAILABLE (stored, not acknowledged) until the old master, restarted once the route names the new one, is back in its SyncStateSet (the shipped sync profile keeps min_in_sync_replicas at wait_replicas)"
 	noteAsync = "async replication: messages acknowledged by the old master but not yet replicated are lost"
 	noteNATS  = "nats-server v2.15.2 (embedded, one child process each), file storage, R3; publish ack timeout 500ms"
 )
