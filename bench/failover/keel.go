@@ -279,7 +279,12 @@ func RunKeel(ctx context.Context, s KeelSpec) (*Result, error) {
 		if s.Crash == matrix.FailoverPause {
 			c.a.kill()
 		}
-		p, err := startProc(lctx, "broker 1 (restarted)", childSpec{Sets: c.aSets})
+		// Its start is bounded by ctx, not by the load: recovering its
+		// store (the hash index replays after a crash) may outlast
+		// After on a slow machine, and a restart cut short is no result.
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		p, err := startProc(sctx, "broker 1 (restarted)", childSpec{Sets: c.aSets})
 		if err == nil {
 			c.mu.Lock()
 			c.extra = append(c.extra, p)
