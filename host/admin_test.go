@@ -19,6 +19,7 @@ import (
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/profile"
 	flush "github.com/keelmq/keel/plugins/flush-strategies"
+	indexhash "github.com/keelmq/keel/plugins/index-hash"
 	replicationasync "github.com/keelmq/keel/plugins/replication-async"
 	"github.com/keelmq/keel/sdk"
 )
@@ -34,6 +35,7 @@ func testCatalog() *Catalog {
 		return f
 	})
 	c.Add(sdk.KindReplication, "async", func() sdk.Plugin { return replicationasync.New() })
+	c.Add(sdk.KindIndex, "hash", func() sdk.Plugin { return indexhash.New() })
 	return c
 }
 

@@ -225,7 +225,7 @@ func (n *Node) openStore() error {
 	p := n.prof
 	var listeners []core.DispatchListener
 	if n.indexer != nil {
-		listeners = append(listeners, &storehost.Listener{Indexer: n.indexer})
+		listeners = append(listeners, &storehost.Listener{Indexer: n.indexer, Unindexed: unindexed})
 	}
 	n.host = storehost.New(nil, n.log.With("component", "plugin"))
 	n.host.OnFenceChange(func() { n.gate.update(n) })

@@ -11,11 +11,14 @@ import (
 
 // QueryByKey returns the records of topic whose KEYS or UNIQ_KEY contain
 // key, newest first, at most maxNum, stored in [begin, end] (Unix ms; 0 =
-// unbounded). It needs an index plugin (remoting.ErrNotSupported
-// otherwise).
+// unbounded). It needs an index plugin, and refuses the topics whose
+// records are not indexed (parkedTopics), with remoting.ErrNotSupported.
 func (n *Node) QueryByKey(ctx context.Context, topic, key string, maxNum int, begin, end int64) ([][]byte, error) {
 	if n.indexer == nil {
 		return nil, fmt.Errorf("%w: no index plugin is loaded (profile [index] plugin = \"none\")", remoting.ErrNotSupported)
+	}
+	if err := unindexedQuery(topic); err != nil {
+		return nil, err
 	}
 	if maxNum <= 0 || maxNum > 64 {
 		maxNum = 64

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/keelmq/keel/core/record"
 	"github.com/keelmq/keel/host/remoting"
+	"github.com/keelmq/keel/host/timer"
 	"github.com/keelmq/keel/sdk"
 )
 
@@ -81,5 +84,45 @@ func TestQueryByKeyFilters(t *testing.T) {
 	n.indexer = nil
 	if _, err := n.QueryByKey(context.Background(), "T", "Aa", 0, 0, 0); !errors.Is(err, remoting.ErrNotSupported) {
 		t.Fatalf("no index: %v", err)
+	}
+}
+
+// TestParkedRecordsAreNotIndexed: a record parked in the timer topic goes
+// to the index plugin without keys, while the same UNIQ_KEY on a real
+// topic is indexed; a query by key on the timer topic is refused by name,
+// not answered with nothing.
+func TestParkedRecordsAreNotIndexed(t *testing.T) {
+	n := startTestNode(t, "index.plugin=hash")
+	ctx := context.Background()
+	props := record.EncodeProperties(map[string]string{record.PropertyUniqKey: "U1", record.PropertyKeys: "K1"})
+	if _, err := n.store.Append(&record.Message{Topic: timer.Topic, Body: []byte("parked"), Properties: props}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.store.Append(&record.Message{Topic: "T", Body: []byte("real"), Properties: props}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, err := n.QueryByKey(ctx, "T", "K1", 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the real topic's record was not indexed: %d records", len(recs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, key := range []string{"U1", "K1"} {
+		offs, err := n.indexer.Query(ctx, sdk.Query{Topic: timer.Topic, Key: key, Max: 8})
+		if err != nil || len(offs) != 0 {
+			t.Fatalf("the index holds the parked record under %s: %v %v", key, offs, err)
+		}
+	}
+	_, err := n.QueryByKey(ctx, timer.Topic, "U1", 0, 0, 0)
+	if !errors.Is(err, remoting.ErrNotSupported) || !strings.Contains(err.Error(), "query the real topic") {
+		t.Fatalf("query on the timer topic: %v, want a refusal saying what to query", err)
 	}
 }

@@ -103,6 +103,34 @@ func GetProperty(raw []byte, key string) (string, bool) {
 	return string(v), true
 }
 
+// FirstProperty returns the first of names (in names' order) that raw
+// holds, with its value as GetProperty gives it, in one pass over raw.
+// At most 8 names; FirstProperty panics on more.
+func FirstProperty(raw []byte, names ...string) (name, value string, ok bool) {
+	if len(names) > 8 {
+		panic(fmt.Sprintf("record: FirstProperty of %d names, at most 8", len(names)))
+	}
+	var vals [8][]byte
+	var found [8]bool
+	for i := 0; i < len(raw); {
+		n, v, next, pairOK := nextPair(raw, i)
+		if pairOK {
+			for j, want := range names {
+				if string(n) == want {
+					vals[j], found[j] = v, true
+				}
+			}
+		}
+		i = next
+	}
+	for j, want := range names {
+		if found[j] {
+			return want, string(vals[j]), true
+		}
+	}
+	return "", "", false
+}
+
 // dispatchProps finds TAGS, KEYS and UNIQ_KEY in one pass, without
 // allocating; the results alias raw.
 func dispatchProps(raw []byte) (tags, keys, uniq []byte) {
@@ -182,34 +210,66 @@ func appendPair(dst []byte, name, value string) []byte {
 // added). Precondition: name and value pass CheckProperty; SetProperty
 // panics otherwise.
 func SetProperty(raw []byte, name, value string) []byte {
-	mustProperty(name, value)
-	out := make([]byte, 0, len(raw)+len(name)+len(value)+3)
-	out = appendWithout(out, raw, name)
-	return appendPair(out, name, value)
+	return EditProperties(raw, nil, name, value)
 }
 
 // RemoveProperty returns a new properties string (never aliasing raw)
 // without the pairs named name; other pairs keep their bytes and order.
 func RemoveProperty(raw []byte, name string) []byte {
-	return appendWithout(make([]byte, 0, len(raw)+1), raw, name)
+	return EditProperties(raw, []string{name})
 }
 
-// appendWithout appends raw's pairs other than those named name to dst,
-// each ended by 0x02.
-func appendWithout(dst, raw []byte, name string) []byte {
+// EditProperties returns a new properties string (never aliasing raw),
+// built in one pass over raw: every pair named in remove, or named by one
+// of set's pairs, is dropped; the other pairs keep their bytes and order
+// (each ended by 0x02, a missing final separator added); then set's pairs
+// (name, value, name, value, ...) are appended in the order given. It is
+// the same as RemoveProperty for each name of remove followed by
+// SetProperty for each pair of set, with one copy instead of one per
+// name. Precondition: set has an even length and each of its pairs
+// passes CheckProperty, with no name twice; EditProperties panics
+// otherwise.
+func EditProperties(raw []byte, remove []string, set ...string) []byte {
+	if len(set)%2 != 0 {
+		panic(fmt.Sprintf("record: EditProperties: %d strings in set, not name/value pairs", len(set)))
+	}
+	n := len(raw) + 1
+	for i := 0; i < len(set); i += 2 {
+		mustProperty(set[i], set[i+1])
+		for j := 0; j < i; j += 2 {
+			if set[j] == set[i] {
+				panic(fmt.Sprintf("record: EditProperties: property %s set twice", set[i]))
+			}
+		}
+		n += len(set[i]) + len(set[i+1]) + 2
+	}
+	out := make([]byte, 0, n)
 	for i := 0; i < len(raw); {
-		n, _, next, ok := nextPair(raw, i)
-		if !ok || string(n) != name {
+		name, _, next, ok := nextPair(raw, i)
+		if !ok || !dropped(string(name), remove, set) {
 			end := next
 			if end > 0 && raw[end-1] == PropertySeparator {
 				end--
 			}
-			dst = append(dst, raw[i:end]...)
-			dst = append(dst, PropertySeparator)
+			out = append(out, raw[i:end]...)
+			out = append(out, PropertySeparator)
 		}
 		i = next
 	}
-	return dst
+	for i := 0; i < len(set); i += 2 {
+		out = appendPair(out, set[i], set[i+1])
+	}
+	return out
+}
+
+// dropped reports whether EditProperties drops a pair named name.
+func dropped(name string, remove, set []string) bool {
+	for i := 0; i < len(set); i += 2 {
+		if set[i] == name {
+			return true
+		}
+	}
+	return slices.Contains(remove, name)
 }
 
 // IndexKeys yields the keys the hash index records for a KEYS property

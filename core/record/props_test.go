@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -364,6 +365,73 @@ func TestRoundTripRapid(t *testing.T) {
 			if err != nil || ap != m.StoreHost || off != p {
 				t.Fatalf("msgid %s: %v %d %v", id, ap, off, err)
 			}
+		}
+	})
+}
+
+// TestEditPropertiesRapid checks EditProperties against a map model: the
+// pairs of raw not removed nor set keep their order, then set's pairs in
+// the order given; and it is one call for what RemoveProperty and
+// SetProperty do one name at a time.
+func TestEditPropertiesRapid(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := rapid.MapOf(genName(), genValue()).Draw(t, "props")
+		raw := EncodeProperties(m)
+		if rapid.Bool().Draw(t, "noFinalSeparator") && len(raw) > 0 {
+			raw = raw[:len(raw)-1]
+		}
+		remove := rapid.SliceOf(genName()).Draw(t, "remove")
+		setMap := rapid.MapOf(genName(), genValue()).Draw(t, "set")
+		var set []string
+		for k, v := range setMap {
+			set = append(set, k, v)
+		}
+		got := EditProperties(raw, remove, set...)
+		want := maps.Clone(m)
+		for _, k := range remove {
+			delete(want, k)
+		}
+		maps.Copy(want, setMap)
+		parsed, err := ParseProperties(got)
+		if err != nil || !maps.Equal(parsed, want) {
+			t.Fatalf("EditProperties(%q, %q, %q) = %q: parses to %v %v, want %v", raw, remove, set, got, parsed, err, want)
+		}
+		step := slices.Clone(raw)
+		for _, k := range remove {
+			step = RemoveProperty(step, k)
+		}
+		for i := 0; i < len(set); i += 2 {
+			step = SetProperty(step, set[i], set[i+1])
+		}
+		if len(remove)+len(set) > 0 && !bytes.Equal(step, got) { // (no call at all leaves raw unnormalised)
+			t.Fatalf("one name at a time %q, in one pass %q", step, got)
+		}
+		if len(got) > 0 && len(raw) > 0 && &got[0] == &raw[0] {
+			t.Fatal("the result aliases raw")
+		}
+	})
+}
+
+func TestFirstPropertyRapid(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := rapid.MapOf(genName(), genValue()).Draw(t, "props")
+		raw := EncodeProperties(m)
+		gen := genName()
+		if len(m) > 0 { // names raw holds, most of the time
+			gen = rapid.OneOf(gen, rapid.SampledFrom(slices.Sorted(maps.Keys(m))), rapid.SampledFrom(slices.Sorted(maps.Keys(m))))
+		}
+		names := rapid.SliceOfN(gen, 0, 8).Draw(t, "names")
+		var wn, wv string
+		var wok bool
+		for _, n := range names {
+			if v, ok := GetProperty(raw, n); ok {
+				wn, wv, wok = n, v, true
+				break
+			}
+		}
+		n, v, ok := FirstProperty(raw, names...)
+		if n != wn || v != wv || ok != wok {
+			t.Fatalf("FirstProperty(%q, %q) = %q %q %v, GetProperty in turn gives %q %q %v", raw, names, n, v, ok, wn, wv, wok)
 		}
 	})
 }

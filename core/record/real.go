@@ -34,9 +34,7 @@ func ToRealTarget(rec *Record, remove ...string) (*Message, error) {
 		return nil, fmt.Errorf("record at %d: %w", rec.PhysOffset, err)
 	}
 	m := rec.Message()
-	for _, name := range remove {
-		m.Properties = RemoveProperty(m.Properties, name)
-	}
+	m.Properties = EditProperties(m.Properties, remove)
 	m.Topic, m.QueueID = topic, q
 	return m, nil
 }

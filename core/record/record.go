@@ -160,6 +160,10 @@ const (
 	PropertyShardingKey = "__SHARDINGKEY"
 )
 
+// TimerRequestProperties are the properties a client asks for a timer
+// message with, in the order RocketMQ reads them: the first present wins.
+var TimerRequestProperties = [...]string{PropertyTimerDelaySec, PropertyTimerDelayMS, PropertyTimerDeliverMS}
+
 // Property string separators (RocketMQ MessageDecoder).
 const (
 	// NameValueSeparator separates a property's name from its value.

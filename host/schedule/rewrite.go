@@ -54,16 +54,11 @@ func (l Levels) Rewrite(m *record.Message) (level int32, err error) {
 		return 0, nil
 	}
 	level = l.Clamp(int32(n))
-	p := m.Properties
+	set := []string{record.PropertyRealTopic, m.Topic, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID))}
 	if int64(level) != n {
-		p = record.SetProperty(p, record.PropertyDelayLevel, strconv.Itoa(int(level)))
+		set = append(set, record.PropertyDelayLevel, strconv.Itoa(int(level)))
 	}
-	p = record.RemoveProperty(p, record.PropertyTimerDeliverMS)
-	p = record.RemoveProperty(p, record.PropertyTimerDelaySec)
-	p = record.RemoveProperty(p, record.PropertyTimerDelayMS)
-	p = record.SetProperty(p, record.PropertyRealTopic, m.Topic)
-	p = record.SetProperty(p, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
-	m.Properties = p
+	m.Properties = record.EditProperties(m.Properties, record.TimerRequestProperties[:], set...)
 	m.Topic = Topic
 	m.QueueID = QueueID(level)
 	return level, nil

@@ -95,10 +95,8 @@ func (r Rule) Rewrite(m *record.Message, now time.Time) (dueMs int64, err error)
 		return 0, fmt.Errorf("property %s=%s puts delivery %v ahead, beyond the maximum delay %v: %w",
 			name, v, time.Duration(dueMs-nowMs)*time.Millisecond, r.MaxDelay, record.ErrInvalid)
 	}
-	p := record.SetProperty(m.Properties, PropertyOutMS, strconv.FormatInt(dueMs, 10))
-	p = record.SetProperty(p, record.PropertyRealTopic, m.Topic)
-	p = record.SetProperty(p, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
-	m.Properties = p
+	m.Properties = record.EditProperties(m.Properties, nil, PropertyOutMS, strconv.FormatInt(dueMs, 10),
+		record.PropertyRealTopic, m.Topic, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.Topic = Topic
 	m.QueueID = 0
 	return dueMs, nil
@@ -118,19 +116,12 @@ func addMs(nowMs, n, unit int64) int64 {
 
 // timerProperty is the first timer property of props in RocketMQ's order.
 func timerProperty(props []byte) (name, value string, ok bool) {
-	for _, name := range []string{record.PropertyTimerDelaySec, PropertyDelayMS, record.PropertyTimerDeliverMS} {
-		if v, ok := record.GetProperty(props, name); ok {
-			return name, v, true
-		}
-	}
-	return "", "", false
+	return record.FirstProperty(props, record.TimerRequestProperties[:]...)
 }
 
 // clearedOnDelivery are the properties Deliver removes.
-var clearedOnDelivery = []string{
-	record.PropertyTimerDelaySec, PropertyDelayMS, record.PropertyTimerDeliverMS, PropertyOutMS,
-	record.PropertyRealTopic, record.PropertyRealQueueID,
-}
+var clearedOnDelivery = append(record.TimerRequestProperties[:],
+	PropertyOutMS, record.PropertyRealTopic, record.PropertyRealQueueID)
 
 // dueOf is the due time the properties of the timer record at phys carry
 // in TIMER_OUT_MS.

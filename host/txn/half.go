@@ -43,12 +43,11 @@ func Rewrite(m *record.Message) bool {
 	if !IsHalf(m) {
 		return false
 	}
-	p := record.SetProperty(m.Properties, record.PropertyRealTopic, m.Topic)
-	p = record.SetProperty(p, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
-	if id, ok := record.GetProperty(p, record.PropertyUniqKey); ok && id != "" {
-		p = record.SetProperty(p, record.PropertyTransactionID, id)
+	set := []string{record.PropertyRealTopic, m.Topic, record.PropertyRealQueueID, strconv.Itoa(int(m.QueueID))}
+	if id, ok := record.GetProperty(m.Properties, record.PropertyUniqKey); ok && id != "" {
+		set = append(set, record.PropertyTransactionID, id)
 	}
-	m.Properties = p
+	m.Properties = record.EditProperties(m.Properties, nil, set...)
 	m.SysFlag = withTransactionType(m.SysFlag, record.SysFlagTransactionNot)
 	m.Topic = HalfTopic
 	m.QueueID = queueID

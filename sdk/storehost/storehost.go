@@ -277,16 +277,52 @@ func mapErr(err error) error {
 
 // Listener adapts an sdk.Indexer to core.DispatchListener. sdk.Record is
 // core.DispatchRecord, so each batch goes to the indexer as the store
-// passes it, without a copy.
+// passes it, without a copy, unless Unindexed picks records out of it.
 type Listener struct {
 	Indexer sdk.Indexer
+	// Unindexed, if set, names the topics whose records the indexer is
+	// to see without keys: such a record reaches Index in its place in
+	// the batch (so the indexer's progress covers it) with empty Keys
+	// and UniqKey, and so gets no index entry. A batch holding one is
+	// copied into a buffer of the Listener's (Dispatch is called only by
+	// the store's dispatcher goroutine).
+	Unindexed func(topic string) bool
+	buf       []core.DispatchRecord
 }
 
 var _ core.DispatchListener = (*Listener)(nil)
 
 // Dispatch implements core.DispatchListener.
 func (l *Listener) Dispatch(batch []core.DispatchRecord) error {
+	if l.Unindexed != nil {
+		batch = l.withoutKeys(batch)
+	}
 	return l.Indexer.Index(context.Background(), batch)
+}
+
+// withoutKeys is batch with the keys of Unindexed topics' records
+// cleared: batch itself when it has none, else a copy in l.buf.
+func (l *Listener) withoutKeys(batch []core.DispatchRecord) []core.DispatchRecord {
+	copied, have, skip := false, false, false
+	var topic string // the last topic asked about, when have
+	for i := range batch {
+		r := &batch[i]
+		if r.Keys == "" && r.UniqKey == "" {
+			continue
+		}
+		if !have || r.Topic != topic {
+			topic, skip, have = r.Topic, l.Unindexed(r.Topic), true
+		}
+		if !skip {
+			continue
+		}
+		if !copied {
+			l.buf = append(l.buf[:0], batch...)
+			batch, copied = l.buf, true
+		}
+		batch[i].Keys, batch[i].UniqKey = "", ""
+	}
+	return batch
 }
 
 // Sync implements core.DispatchListener.
