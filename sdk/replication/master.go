@@ -35,8 +35,8 @@ type master struct {
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
-	peers     map[*peer]struct{}
-	conns     map[*Conn]struct{} // every open connection, handshaking or streaming
+	peers     map[replicaKey]*peer // streaming replicas, one per identity (see peer)
+	conns     map[*Conn]struct{}   // every open connection, handshaking or streaming
 	fences    map[string]string
 	refused   map[string]string
 	epochs    []sdk.Epoch // cached history (this node is its only writer)
@@ -53,9 +53,22 @@ type master struct {
 	catchMu sync.Mutex
 }
 
-// peer is one connected replica.
+// peer is one connection of a replica.
+//
+// Identity. A replica is identified by its replicaKey: the id it sent in
+// its hello (Options.NodeID, which defaults to its HA listen address) and
+// the IP address its connection comes from. The id alone would not do:
+// the default id is a listen address such as ":10912", which slaves on
+// different machines share. The master counts at most one peer per key:
+// m.peers maps each key to the peer streaming for it, and when a new
+// connection of a key starts streaming, the newest wins: the older peer
+// (a connection the replica gave up on, after a partition say, that the
+// master has not yet timed out) is removed from m.peers in the same step
+// that adds the new one, so no state ever counts both, and its connection
+// is closed. A peer's own cleanup removes only itself (see serve).
 type peer struct {
 	id, addr  string
+	key       replicaKey
 	conn      *Conn
 	received  atomic.Int64
 	flushed   atomic.Int64
@@ -65,11 +78,27 @@ type peer struct {
 	acked     chan struct{} // capacity 1: an acknowledgement arrived (wakes stream)
 }
 
+// replicaKey is a replica's identity (see peer).
+type replicaKey struct {
+	id, host string
+}
+
+// keyOf is the identity of a replica that sent id in its hello over a
+// connection from remote (host:port; a remote that is not host:port is
+// taken whole as the host).
+func keyOf(id, remote string) replicaKey {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	return replicaKey{id: id, host: host}
+}
+
 func newMaster(n *Node, ln net.Listener, hist []sdk.Epoch) *master {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &master{n: n, host: n.host, opts: n.opts, ln: ln, ctx: ctx, cancel: cancel,
 		log:   n.log.With("role", "master", "addr", ln.Addr().String()),
-		peers: map[*peer]struct{}{}, conns: map[*Conn]struct{}{}, fences: map[string]string{}, refused: map[string]string{},
+		peers: map[replicaKey]*peer{}, conns: map[*Conn]struct{}{}, fences: map[string]string{}, refused: map[string]string{},
 		epochs: slices.Clone(hist), maxSeen: n.state.get().MaxEpoch}
 	if len(hist) > 0 {
 		m.maxSeen = max(m.maxSeen, hist[len(hist)-1].Epoch)

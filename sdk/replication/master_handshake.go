@@ -39,7 +39,7 @@ func (m *master) handle(nc net.Conn) {
 	if !ok {
 		return
 	}
-	p := &peer{id: id, addr: remote, conn: c, acked: make(chan struct{}, 1)}
+	p := &peer{id: id, addr: remote, key: keyOf(id, remote), conn: c, acked: make(chan struct{}, 1)}
 	for attempt := 0; attempt < handshakeAttempts; attempt++ {
 		if m.settle(p, slave, log) {
 			return

@@ -22,7 +22,7 @@ func (m *master) computeLocked(now time.Time) sdk.ReplicationState {
 	committed := m.committed.Load()
 	m.mu.Lock()
 	peers := make([]*peer, 0, len(m.peers))
-	for p := range m.peers {
+	for _, p := range m.peers {
 		peers = append(peers, p)
 	}
 	fenced := len(m.fences) > 0
@@ -31,7 +31,12 @@ func (m *master) computeLocked(now time.Time) sdk.ReplicationState {
 		reasons = append(reasons, m.fences[k])
 	}
 	m.mu.Unlock()
-	sort.Slice(peers, func(i, j int) bool { return peers[i].id < peers[j].id })
+	sort.Slice(peers, func(i, j int) bool {
+		if peers[i].id != peers[j].id {
+			return peers[i].id < peers[j].id
+		}
+		return peers[i].addr < peers[j].addr
+	})
 	flushedKnown := m.opts.AckOn == AckFlushed
 	reps := make([]sdk.ReplicaState, 0, len(peers))
 	rs := make([]Replica, 0, len(peers))

@@ -37,12 +37,21 @@ func (m *master) serve(p *peer, d Decision, log *slog.Logger) {
 	p.contact.Store(time.Now().UnixNano())
 	p.streaming.Store(true)
 	c.SetIdle(m.opts.IdleTimeout)
+	// The newest connection of a replica wins (see peer): the older one
+	// stops counting in this step and is closed.
 	m.mu.Lock()
-	m.peers[p] = struct{}{}
+	old := m.peers[p.key]
+	m.peers[p.key] = p
 	m.mu.Unlock()
+	if old != nil {
+		old.conn.Close()
+		log.Info("HA replica reconnected: its previous connection is closed", "previous", old.addr)
+	}
 	defer func() {
 		m.mu.Lock()
-		delete(m.peers, p)
+		if m.peers[p.key] == p { // not replaced by a newer connection
+			delete(m.peers, p.key)
+		}
 		m.mu.Unlock()
 		m.report(context.Background(), true)
 	}()
