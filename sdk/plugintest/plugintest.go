@@ -64,6 +64,9 @@ type options struct {
 	// replicaFlush: the replication policy's replicas acknowledge only
 	// what they flushed (WithReplicaAckOnFlush).
 	replicaFlush bool
+	// repair: the DivergentTail fault requires the new master to take
+	// writes again (WithDivergentTailRepair).
+	repair bool
 }
 
 func buildOptions(opts []Option) options {

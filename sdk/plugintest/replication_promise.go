@@ -21,6 +21,15 @@ const (
 	linkDelay     = 10 * time.Millisecond  // each way, in the delay fault
 )
 
+// WithDivergentTailRepair tells RunReplication that the plugin repairs
+// a divergent tail: after the DivergentTail fault's takeover its new
+// master must take writes again, acknowledged by its in-sync replicas, and
+// its slaves must catch up. Without it a plugin that stays safe but keeps
+// the new master fenced (or never acknowledging) instead is reported as
+// "fenced (safe, not repaired)" and passes; an acknowledgement counting a
+// replica that does not hold the bytes fails either way.
+func WithDivergentTailRepair() Option { return func(o *options) { o.repair = true } }
+
 // replPromise runs the promise checks: steady load with 1, 2 and 3
 // slaves, then each fault on a fresh cluster.
 func replPromise(t suiteT, newPlugin func(*testing.T) sdk.Replicator, o options) {
@@ -161,8 +170,7 @@ func (s *scenario) tooFew() {
 }
 
 // finish waits for the slaves in converge to hold the master's log, then
-// fails the test with the reports that acknowledged bytes the replicas
-// did not hold and the acknowledged-but-lost counts per fault.
+// runs the safety checks (see safe).
 func (s *scenario) finish(converge []*member) {
 	s.t.Helper()
 	c := s.c
@@ -173,6 +181,16 @@ func (s *scenario) finish(converge []*member) {
 		}
 		s.t.Errorf("replicas did not catch up with the master (at %d) within %v: %s", c.masterStore().Positions().Committed, syncWithin, strings.Join(at, ", "))
 	}
+	s.safe()
+}
+
+// safe fails the test with the reports that acknowledged bytes the
+// replicas did not hold and the acknowledged-but-lost counts per fault:
+// the promise itself, which no plugin may break, whether or not it
+// repairs what a fault left.
+func (s *scenario) safe() {
+	s.t.Helper()
+	c := s.c
 	c.checkReports(s.hosts)
 	ends := s.acknowledged(s.got.okEnds())
 	if lost := c.p.unheld(ends); len(lost) > 0 {
@@ -309,8 +327,16 @@ func faultSlavePowerCut(s *scenario) {
 // (with its divergent tail, longer than what the new master writes here)
 // and the other slaves all rejoin it as slaves at once. No
 // acknowledgement may count the old master before it holds the new
-// master's log; the other slaves must catch up.
-func faultDivergentTail(s *scenario) {
+// master's log (a failure whatever the plugin does next).
+//
+// Repair is the new master taking writes again, acknowledged by its
+// in-sync replicas, and the other slaves catching up. A plugin that
+// instead keeps the new master fenced, or never acknowledging, is safe
+// but does not repair: it is reported as "fenced (safe, not repaired)"
+// and passes, after a short load that its acknowledgements must survive,
+// unless WithDivergentTailRepair asks for repair. fenced reports that
+// verdict.
+func faultDivergentTail(s *scenario) (fenced bool) {
 	c := s.c
 	s.phase("before takeover", true)
 	if !c.converged(c.slaves, syncWithin) {
@@ -349,6 +375,14 @@ func faultDivergentTail(s *scenario) {
 	for _, sl := range others {
 		c.startSlave(sl)
 	}
+	if !c.o.repair && !c.takesWrites(syncWithin) {
+		f, why := c.master.e.host.Fenced()
+		s.t.Logf("fault %q: fenced (safe, not repaired): %v after the takeover the new master is fenced=%v (%q) with %d replica(s) in sync (the policy counts %d); "+
+			"WithDivergentTailRepair would require repair", "divergent tail", syncWithin, f, why, c.master.e.host.InSync(), c.need)
+		s.underLoad("divergent tail, not repaired", func() {})
+		s.safe()
+		return true
+	}
 	if !c.converged(others, syncWithin) {
 		s.t.Errorf("the slaves did not catch up with the new master within %v", syncWithin)
 	}
@@ -359,4 +393,15 @@ func faultDivergentTail(s *scenario) {
 	} else {
 		s.t.Logf("the old master was not repaired (at %d, the new master at %d)", old.e.store.Positions().Committed, c.masterStore().Positions().Committed)
 	}
+	return false
+}
+
+// takesWrites waits up to d for the master to be unfenced with, under a
+// policy that waits for replicas, at least need of them in sync.
+func (c *cluster) takesWrites(d time.Duration) bool {
+	return eventually(d, func() bool {
+		h := c.master.e.host
+		f, _ := h.Fenced()
+		return !f && (c.pol.WaitReplicas == 0 || h.InSync() >= c.need)
+	})
 }

@@ -147,7 +147,7 @@ timeout = "3s"`
 
 // The promise checks (1, 2 and 3 slaves, and every fault with two) hold
 // under a 2-of-3 quorum and under a policy that wants a replica in each
-// of two zones.
+// of two zones, and the Node repairs a divergent tail under both.
 func TestPolicyConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the replication conformance suite twice")
@@ -155,13 +155,13 @@ func TestPolicyConformance(t *testing.T) {
 	t.Run("Quorum2of3", func(t *testing.T) {
 		plugintest.RunReplication(t, func(*testing.T) sdk.Replicator {
 			return policyNode{Node: replication.NewNode(), pol: quorum{Voters: 3}}
-		}, plugintest.WithConfig(fastConfig))
+		}, plugintest.WithConfig(fastConfig), plugintest.WithDivergentTailRepair())
 	})
 	t.Run("TwoZones", func(t *testing.T) {
 		book := &zoneBook{zones: map[string]string{}}
 		plugintest.RunReplication(t, func(*testing.T) sdk.Replicator {
 			return policyNode{Node: replication.NewNode(), pol: zoneAware{Zones: 2}, zoneOf: book.zoneOf}
-		}, plugintest.WithConfig(fastConfig))
+		}, plugintest.WithConfig(fastConfig), plugintest.WithDivergentTailRepair())
 	})
 }
 
