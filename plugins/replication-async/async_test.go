@@ -21,7 +21,7 @@ reconnect_backoff_max = "100ms"
 sync_meta_interval = "100ms"`
 
 func TestConformance(t *testing.T) {
-	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return New() }, plugintest.WithConfig(fast))
+	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return New() }, plugintest.WithConfig(fast), plugintest.WithDivergentTailRepair())
 }
 
 func TestConformanceExternal(t *testing.T) {
@@ -29,7 +29,7 @@ func TestConformanceExternal(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	bin := plugintest.Build(t, "./cmd/replication-async")
-	plugintest.RunReplication(t, plugintest.ExternalReplicator(bin), plugintest.WithConfig(fast))
+	plugintest.RunReplication(t, plugintest.ExternalReplicator(bin), plugintest.WithConfig(fast), plugintest.WithDivergentTailRepair())
 }
 
 func profile(t *testing.T, table string) sdk.Config {

@@ -12,5 +12,5 @@ import (
 // survive a replica's power cut.
 func TestConformanceAckOnFlush(t *testing.T) {
 	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return New() },
-		plugintest.WithConfig(fast+"\nack_on = \"flushed\""), plugintest.WithReplicaAckOnFlush())
+		plugintest.WithConfig(fast+"\nack_on = \"flushed\""), plugintest.WithReplicaAckOnFlush(), plugintest.WithDivergentTailRepair())
 }

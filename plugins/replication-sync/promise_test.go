@@ -14,5 +14,5 @@ import (
 // must lose no acknowledged byte).
 func TestConformanceTwoOfTwoAckOnFlush(t *testing.T) {
 	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return New() },
-		plugintest.WithConfig(fast+"\nwait_replicas = 2\nack_on = \"flushed\""), plugintest.WithReplicaAckOnFlush())
+		plugintest.WithConfig(fast+"\nwait_replicas = 2\nack_on = \"flushed\""), plugintest.WithReplicaAckOnFlush(), plugintest.WithDivergentTailRepair())
 }

@@ -13,5 +13,5 @@ import (
 // every acknowledged byte.
 func TestReplicationTwoOfTwo(t *testing.T) {
 	plugintest.RunReplication(t, func(*testing.T) sdk.Replicator { return echo.New() },
-		plugintest.WithConfig(loaded+"\nwait_replicas = 2"))
+		plugintest.WithConfig(loaded+"\nwait_replicas = 2"), plugintest.WithDivergentTailRepair())
 }
