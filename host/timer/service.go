@@ -91,7 +91,22 @@ type runState struct {
 	wake  chan struct{}
 	hand  handoff        // what Appended reported, for the enqueue loop
 	check record.Checker // the enqueue loop's, for records read from the log
+	// walked carries each tick the delivery loop has walked, in order, to
+	// the confirm loop, which moves the read tick past it once what it
+	// delivered is durable.
+	walked chan walkedTick
 }
+
+// walkedTick is one walked tick: the read tick may become next once the
+// log is durable up to end (-1: the tick delivered nothing).
+type walkedTick struct {
+	next, end int64
+}
+
+// maxUnconfirmed bounds the ticks the delivery loop walks ahead of the
+// durable read tick (at the default 1 s precision, about 17 minutes of
+// ticks while, say, a sync master has no replica to acknowledge them).
+const maxUnconfirmed = 1024
 
 // New returns a stopped service.
 func New(cfg Config) *Service {
@@ -150,8 +165,8 @@ func (s *Service) Start() error {
 		ix.reset(s.cfg.Log.MinQueueOffset(Topic, 0), read, maxQ)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r := &runState{ix: ix, stop: stop, wake: make(chan struct{}, 1)}
-	for _, loop := range []func(context.Context, *runState){s.enqueueLoop, s.deliverLoop, s.saveLoop} {
+	r := &runState{ix: ix, stop: stop, wake: make(chan struct{}, 1), walked: make(chan walkedTick, maxUnconfirmed)}
+	for _, loop := range []func(context.Context, *runState){s.enqueueLoop, s.deliverLoop, s.confirmLoop, s.saveLoop} {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
@@ -354,7 +369,12 @@ func (s *Service) enqueueHanded(r *runState, off int64) (int, error) {
 }
 
 // deliverLoop delivers tick after tick from the read tick, each when its
-// time comes, and each timer of a tick at its due time.
+// time comes, and each timer of a tick at its due time. It does not wait
+// for a tick's deliveries to be durable: it hands the tick to the confirm
+// loop and goes on, at most maxUnconfirmed ticks ahead of it, so that a
+// master whose acknowledgements wait (a sync master without an in-sync
+// replica) still delivers on time; the read tick, which is what a restart
+// starts from, only passes durable ticks.
 func (s *Service) deliverLoop(ctx context.Context, r *runState) {
 	tick := r.ix.state().ReadTick
 	for ctx.Err() == nil {
@@ -363,66 +383,86 @@ func (s *Service) deliverLoop(ctx context.Context, r *runState) {
 			sleep(ctx, min(d, saveEvery))
 			continue
 		}
-		ok, err := s.deliverTick(ctx, r.ix, tick)
+		end, ok, err := s.deliverTick(ctx, r.ix, tick)
 		if err != nil {
 			s.log.Warn("timer delivery", "tick", tick, "err", err)
 			sleep(ctx, retryAfter)
 			continue
 		}
 		if !ok {
-			return // stopped before the tick was durable: the next run repeats it
+			return // stopped during the tick: the next run repeats it
 		}
 		tick++
-		r.ix.delivered(tick)
+		select {
+		case r.walked <- walkedTick{next: tick, end: end}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
-// deliverTick delivers tick's timers and waits until they are durable; it
-// reports false if ctx ended first.
-func (s *Service) deliverTick(ctx context.Context, ix *index, tick int64) (bool, error) {
+// confirmLoop moves the read tick past each walked tick, in order, once
+// the log is durable up to what the tick delivered (Config.Durable),
+// asking again every retryAfter while it is not.
+func (s *Service) confirmLoop(ctx context.Context, r *runState) {
+	for {
+		var w walkedTick
+		select {
+		case w = <-r.walked:
+		case <-ctx.Done():
+			return // unconfirmed ticks are walked again by the next run
+		}
+		for w.end >= 0 {
+			ch := make(chan bool, 1)
+			s.cfg.Durable(w.end, func(ok bool) { ch <- ok })
+			var ok bool
+			select {
+			case ok = <-ch:
+			case <-ctx.Done():
+				return
+			}
+			if ok {
+				break
+			}
+			if !sleep(ctx, retryAfter) {
+				return
+			}
+		}
+		r.ix.delivered(w.next)
+	}
+}
+
+// deliverTick delivers tick's timers and flushes them; it returns the end
+// of the last delivery (-1: none), and false if ctx ended first.
+func (s *Service) deliverTick(ctx context.Context, ix *index, tick int64) (int64, bool, error) {
 	pos, num, err := ix.beginWalk(tick)
 	if err != nil || num == 0 {
-		return err == nil, err
+		return -1, err == nil, err
 	}
 	end := int64(-1)
 	units := make([]unit, 0, min(int(num), walkChunk))
 	for pos >= 0 {
 		u, err := ix.unitAt(pos)
 		if err != nil {
-			return false, fmt.Errorf("walk tick %d: %w", tick, err)
+			return -1, false, fmt.Errorf("walk tick %d: %w", tick, err)
 		}
 		units = append(units, u)
 		pos = u.prev
 		if len(units) == walkChunk || pos < 0 {
 			e, ok, err := s.deliverUnits(ctx, units)
 			if err != nil || !ok {
-				return false, err
+				return -1, false, err
 			}
 			end = max(end, e)
 			units = units[:0]
 		}
 	}
-	if end < 0 {
-		return true, nil
-	}
-	if err := s.cfg.Flush(); err != nil {
-		s.log.Warn("flushing delivered timer messages", "err", err)
-	}
-	for {
-		ch := make(chan bool, 1)
-		s.cfg.Durable(end, func(ok bool) { ch <- ok })
-		select {
-		case <-ctx.Done():
-			return false, nil
-		case ok := <-ch:
-			if ok {
-				return true, nil
-			}
-		}
-		if !sleep(ctx, retryAfter) {
-			return false, nil
+	if end >= 0 {
+		if err := s.cfg.Flush(); err != nil {
+			s.log.Warn("flushing delivered timer messages", "err", err)
 		}
 	}
+	return end, true, nil
 }
 
 // deliverUnits appends each unit's message at its due time, in due order;

@@ -183,3 +183,59 @@ func TestRewriteRules(t *testing.T) {
 		t.Fatalf("delivered properties %v, want none left", p)
 	}
 }
+
+// TestDeliveryGoesOnWhileNotDurable: while Durable answers false (a sync
+// master with no in-sync replica), timers of later ticks are still
+// delivered on time, but the read tick, which a restart starts from, does
+// not pass the first unconfirmed tick; once Durable answers true it
+// catches up. Before, the delivery loop waited on the first tick's
+// durability and delivered nothing after it.
+func TestDeliveryGoesOnWhileNotDurable(t *testing.T) {
+	st, err := core.Open(core.Options{Dir: t.TempDir(), FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	prog := &memProgress{m: map[int32]int64{}}
+	svc := newService(t, st, filepath.Join(t.TempDir(), "timer"), prog)
+	var durable sync.Mutex
+	ok := false
+	svc.cfg.Durable = func(end int64, done func(bool)) {
+		durable.Lock()
+		defer durable.Unlock()
+		done(ok)
+	}
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	first := svc.run.Load().ix.state().ReadTick
+	dues := map[string]int64{}
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("n%d", i)
+		dues[id] = sendTimer(t, st, svc.Rule(), id, time.Duration(300+i*1000)*time.Millisecond)
+		svc.Notify()
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for len(deliveredT(t, st)) < len(dues) {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %v of %d timers 8s after their sends while the log was not durable", deliveredT(t, st), len(dues))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// n0 was delivered in a tick no later than its store second (a
+	// timer added to a tick already walked goes to the next one).
+	walkedIn := floorDiv(deliveredT(t, st)["n0"][0], svc.prec)
+	if rt := svc.run.Load().ix.state().ReadTick; rt > walkedIn {
+		t.Fatalf("read tick %d passed tick %d, whose delivery is not durable (started at %d)", rt, walkedIn, first)
+	}
+	durable.Lock()
+	ok = true
+	durable.Unlock()
+	lastDue := floorDiv(dues["n2"], svc.prec)
+	for deadline := time.Now().Add(5 * time.Second); svc.run.Load().ix.state().ReadTick <= lastDue; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("read tick %d did not pass tick %d once the log was durable", svc.run.Load().ix.state().ReadTick, lastDue)
+		}
+	}
+}
