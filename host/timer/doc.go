@@ -46,7 +46,10 @@
 // REAL_TOPIC and REAL_QID removed and every other property kept (UNIQ_KEY
 // among them). A tick counts as delivered once its copies are flushed and
 // acknowledged by the node's policy; the checkpoint records it at most
-// every 100 ms. The first undelivered tick's time is also published in the
+// every 100 ms. The walk does not wait for that: a third loop confirms
+// the walked ticks in order while the walk goes on, up to 1 024 ticks
+// ahead, so that a master whose acknowledgements wait (a sync master with
+// no in-sync replica, which still stores) delivers on time. The first undelivered tick's time is also published in the
 // delay offset table (key ProgressKey), which reaches slaves with the
 // store's metadata: a node that becomes master, or whose index is missing
 // or older than that, rebuilds its index from the timer queue, skipping
@@ -60,7 +63,8 @@
 // again from the checkpointed offset, so no timer is lost. A timer is
 // delivered twice only if its tick was delivered but not yet checkpointed
 // (up to one tick plus 100 ms, plus a flush and the replica acknowledgement
-// where the policy waits for one), or, after a promotion, within the lag
+// where the policy waits for one: while no replica acknowledges, every
+// tick walked since), or, after a promotion, within the lag
 // of the metadata shipped to the slave. A clean Stop saves, so it causes
 // no duplicates. Timer records that retention deletes before they are
 // delivered are lost (logged), as in RocketMQ.
