@@ -96,6 +96,7 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 	}
 	copy(s.active.data[pos-s.active.start:], buf)
 	s.committed.Store(s.wrotePos)
+	s.publishCommitted()
 	if invariants {
 		s.assertOrder("append")
 	}

@@ -53,6 +53,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		s.wrotePos = off
 		s.minOffset.Store(off)
 		s.committed.Store(off)
+		s.publishCommitted()
 		s.flushed.Store(off)
 		s.dispatched.Store(off)
 	}
@@ -71,6 +72,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		s.lastTs.Store(r.ts)
 	}
 	s.committed.Store(s.wrotePos)
+	s.publishCommitted()
 	if s.wb != nil {
 		s.wb.wrote.Store(s.wrotePos)
 	}
@@ -230,6 +232,7 @@ func (s *Store) Truncate(off int64) error {
 	} else {
 		s.committed.Store(off)
 	}
+	s.publishCommitted()
 	if s.flushed.Load() > off {
 		s.flushed.Store(off)
 	}

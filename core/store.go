@@ -72,6 +72,7 @@ type Store struct {
 	dispatchTs atomic.Int64
 
 	committedN  notifier
+	mirror      mirrors         // MirrorCommitted's functions
 	wroteN      notifier        // appends into the write buffer (CommitOnWait)
 	flushWait   offwait.Waiters // WaitFlushed callers, by offset
 	dispatchedN notifier

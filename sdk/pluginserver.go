@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/internal/commitpage"
 	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
@@ -107,9 +108,17 @@ func (s *pluginServer) start(ctx context.Context, kind Kind, req *pluginpb.Start
 	if lane != nil && req.GetLogDir() != "" {
 		files, _ = core.OpenLogFiles(req.GetLogDir(), req.GetLogSegmentSize())
 	}
-	h := newRemoteHost(conn, lane, files)
+	var page *commitpage.Reader
+	var pageErr error
+	if lane != nil && req.GetCommittedPage() != "" {
+		page, pageErr = commitpage.Open(req.GetCommittedPage())
+	}
+	h := newRemoteHost(conn, lane, files, page)
 	if laneErr != nil {
 		h.Log(ctx, int(slog.LevelWarn), "plugin lane unavailable: Host calls use gRPC", map[string]string{"err": laneErr.Error()})
+	}
+	if pageErr != nil {
+		h.Log(ctx, int(slog.LevelWarn), "committed-offset page unavailable: the offset is asked for with calls", map[string]string{"err": pageErr.Error()})
 	}
 	if err := s.p.Start(ctx, h); err != nil {
 		h.close()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/internal/commitpage"
 	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 	"github.com/keelmq/keel/internal/pluginwire"
@@ -20,14 +21,16 @@ import (
 // remoteHost is the Host an external plugin receives: every call goes to
 // the host over its lane (package internal/pluginlane) when the host
 // offered one and it connected, else over the brokered gRPC connection;
-// the two carry the same service. WaitCommitted is answered from a cached
-// committed offset when it can; the cache is kept by AwaitCommitted's
-// answers over a lane, else by one WatchCommitted stream. Log lines are
-// queued and sent in batches.
+// the two carry the same service. WaitCommitted is answered without a
+// call when it can: from the host's committed-offset page (package
+// internal/commitpage, offered with a lane), else from a cached committed
+// offset, kept by AwaitCommitted's answers over a lane, else by one
+// WatchCommitted stream. Log lines are queued and sent in batches.
 type remoteHost struct {
 	conn    *grpc.ClientConn
-	lane    *pluginlane.Conn // nil: none
-	files   *core.LogFiles   // the store's segment files, read here (nil: ReadLog calls)
+	lane    *pluginlane.Conn   // nil: none
+	files   *core.LogFiles     // the store's segment files, read here (nil: ReadLog calls)
+	page    *commitpage.Reader // the host's committed offset, mapped (nil: none)
 	reports *reporter
 	c       pluginpb.HostClient
 	ctx     context.Context // cancelled by close
@@ -63,15 +66,16 @@ type remoteHost struct {
 const maxQueuedLogLines = 4096
 
 // newRemoteHost calls the host over lane when it is not nil, else over
-// conn; with files, ReadLog reads committed bytes itself.
-func newRemoteHost(conn *grpc.ClientConn, lane *pluginlane.Conn, files *core.LogFiles) *remoteHost {
+// conn; with files, ReadLog reads committed bytes itself; with page,
+// WaitCommitted and those reads take the committed offset from it.
+func newRemoteHost(conn *grpc.ClientConn, lane *pluginlane.Conn, files *core.LogFiles, page *commitpage.Reader) *remoteHost {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := pluginpb.NewHostClient(conn)
 	if lane != nil {
 		c = pluginpb.NewHostClient(lane)
 	}
 	h := &remoteHost{
-		conn: conn, lane: lane, files: files, c: c, ctx: ctx, cancel: cancel,
+		conn: conn, lane: lane, files: files, page: page, c: c, ctx: ctx, cancel: cancel,
 		notify: make(chan struct{}), lwake: make(chan struct{}, 1), ldone: make(chan struct{}),
 	}
 	h.reports = newReporter(h)
@@ -107,6 +111,9 @@ func (h *remoteHost) close() {
 	if h.files != nil {
 		_ = h.files.Close()
 	}
+	if h.page != nil {
+		_ = h.page.Close()
+	}
 	_ = h.conn.Close()
 }
 
@@ -129,14 +136,19 @@ func (h *remoteHost) FlushAfter(ctx context.Context, after int64) (int64, error)
 	return pluginwire.OffsetResult(h.c.FlushAfter(ctx, &pluginpb.Offset{Offset: after}))
 }
 
-// WaitCommitted answers from the cached committed offset when it exceeds
-// after. Otherwise, over a lane, it asks the host with one AwaitCommitted
-// call (answered the moment the offset grows, where the next watch message
-// may still be spaced out), and caches the answer; without a lane, or
-// from a host without AwaitCommitted, it waits for the watch.
+// WaitCommitted answers from the page or the cached committed offset when
+// either exceeds after. Otherwise, over a lane, it asks the host with one
+// AwaitCommitted call (answered the moment the offset grows, where the
+// next watch message may still be spaced out), and caches the answer;
+// without a lane, or from a host without AwaitCommitted, it waits for the
+// watch.
 func (h *remoteHost) WaitCommitted(ctx context.Context, after int64) (int64, error) {
 	if h.lane != nil && !h.noAwait.Load() {
 		h.wmu.Lock()
+		if c, ok := h.pageLocked(); ok && c > after {
+			h.wmu.Unlock()
+			return c, nil
+		}
 		if h.have && h.latest > after {
 			v := h.latest
 			h.wmu.Unlock()
@@ -198,6 +210,16 @@ func (h *remoteHost) WaitCommitted(ctx context.Context, after int64) (int64, err
 		}
 		h.wmu.Lock()
 	}
+}
+
+// pageLocked returns the page's committed offset; ok false without a
+// page or while this plugin's TruncateLog runs (the page may still show
+// the offset from before the cut). h.wmu is held.
+func (h *remoteHost) pageLocked() (int64, bool) {
+	if h.page == nil || h.cutting > 0 {
+		return 0, false
+	}
+	return h.page.Load(), true
 }
 
 // watch runs the WatchCommitted stream until it fails, is reset, or the
@@ -276,15 +298,18 @@ func (h *remoteHost) ReadLogInto(ctx context.Context, from int64, maxBytes int, 
 	return append(buf[:0], b...), err
 }
 
-// readFiles reads [from, the cached committed offset) from the segment
-// files; ok false means ask the host (no files, nothing cached above
-// from, or the read failed).
+// readFiles reads [from, the committed offset the page or the cache
+// holds) from the segment files; ok false means ask the host (no files,
+// nothing known committed above from, or the read failed).
 func (h *remoteHost) readFiles(from int64, maxBytes int, buf []byte) ([]byte, bool) {
 	if h.files == nil {
 		return nil, false
 	}
 	h.wmu.Lock()
 	committed, have, cutting, cuts := h.latest, h.have, h.cutting, h.cuts
+	if c, ok := h.pageLocked(); ok && (!have || c > committed) {
+		committed, have = c, true
+	}
 	h.wmu.Unlock()
 	if !have || from >= committed || cutting > 0 {
 		return nil, false

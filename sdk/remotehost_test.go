@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/keelmq/keel/internal/commitpage"
 	"github.com/keelmq/keel/internal/pluginlane"
 	"github.com/keelmq/keel/internal/pluginpb"
 )
@@ -64,6 +65,11 @@ func (c *committedHost) Log(context.Context, *pluginpb.LogBatch) (*pluginpb.Empt
 // laneHost is a remote host whose lane reaches srv; the lane, its server
 // and the host's goroutines end with the test.
 func laneHost(t *testing.T, srv pluginpb.HostServer) *remoteHost {
+	return laneHostPage(t, srv, nil)
+}
+
+// laneHostPage is laneHost with a committed-offset page.
+func laneHostPage(t *testing.T, srv pluginpb.HostServer, page *commitpage.Reader) *remoteHost {
 	t.Helper()
 	ls, err := pluginlane.NewServer(t.TempDir(), &pluginpb.Host_ServiceDesc, srv)
 	if err != nil {
@@ -75,7 +81,7 @@ func laneHost(t *testing.T, srv pluginpb.HostServer) *remoteHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newRemoteHost(nil, lane, nil)
+	h := newRemoteHost(nil, lane, nil, page)
 	t.Cleanup(func() {
 		h.cancel()
 		h.watchWG.Wait()
@@ -126,5 +132,58 @@ func TestWaitCommittedOverTheLane(t *testing.T) {
 			t.Errorf("%d AwaitCommitted calls, want 2", srv.awaits.Load())
 		}
 		cancel()
+	}
+}
+
+// TestWaitCommittedFromThePage: with a committed-offset page, a wait the
+// page answers makes no call; one it cannot answer (nothing new, or this
+// plugin's truncation running) is an AwaitCommitted call.
+func TestWaitCommittedFromThePage(t *testing.T) {
+	w, err := commitpage.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, err := commitpage.Open(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &committedHost{}
+	srv.committed.Store(300)
+	w.Store(300)
+	h := laneHostPage(t, srv, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, err := h.WaitCommitted(ctx, 250); err != nil || v != 300 {
+		t.Fatalf("WaitCommitted(250) = %d, %v", v, err)
+	}
+	if n := srv.awaits.Load(); n != 0 {
+		t.Fatalf("a wait the page answers made %d AwaitCommitted calls", n)
+	}
+	done := make(chan int64, 1)
+	go func() {
+		v, err := h.WaitCommitted(ctx, 300)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- v
+	}()
+	time.Sleep(20 * time.Millisecond)
+	srv.committed.Store(400)
+	w.Store(400)
+	if v := <-done; v != 400 {
+		t.Fatalf("WaitCommitted(300) = %d, want 400", v)
+	}
+	if n := srv.awaits.Load(); n != 1 {
+		t.Fatalf("a wait past the page made %d AwaitCommitted calls, want 1", n)
+	}
+	// While this plugin truncates, the page is not believed.
+	h.wmu.Lock()
+	h.cutting++
+	_, ok := h.pageLocked()
+	h.cutting--
+	h.wmu.Unlock()
+	if ok {
+		t.Fatal("the page answered during a truncation")
 	}
 }

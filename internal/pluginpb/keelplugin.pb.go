@@ -573,8 +573,13 @@ type StartRequest struct {
 	// (core.LogFiles) instead of calling ReadLog for every batch.
 	LogDir         string `protobuf:"bytes,4,opt,name=log_dir,json=logDir,proto3" json:"log_dir,omitempty"`
 	LogSegmentSize int64  `protobuf:"varint,5,opt,name=log_segment_size,json=logSegmentSize,proto3" json:"log_segment_size,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// committed_page, if set, is a file the host keeps the store's committed
+	// offset in (package internal/commitpage): the plugin may map it
+	// read-only and answer "what is committed now" from it without a call.
+	// Offered only with the lane.
+	CommittedPage string `protobuf:"bytes,6,opt,name=committed_page,json=committedPage,proto3" json:"committed_page,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StartRequest) Reset() {
@@ -640,6 +645,13 @@ func (x *StartRequest) GetLogSegmentSize() int64 {
 		return x.LogSegmentSize
 	}
 	return 0
+}
+
+func (x *StartRequest) GetCommittedPage() string {
+	if x != nil {
+		return x.CommittedPage
+	}
+	return ""
 }
 
 type Bytes struct {
@@ -1662,14 +1674,15 @@ const file_keelplugin_proto_rawDesc = "" +
 	"\x18visible_after_replicated\x18\x03 \x01(\bR\x16visibleAfterReplicated\x12\x1f\n" +
 	"\vallow_fewer\x18\x04 \x01(\bR\n" +
 	"allowFewer\x12!\n" +
-	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"\xb3\x01\n" +
+	"\fmin_replicas\x18\x05 \x01(\x05R\vminReplicas\"\xda\x01\n" +
 	"\fStartRequest\x12$\n" +
 	"\x0ehost_broker_id\x18\x01 \x01(\rR\fhostBrokerId\x12\x1b\n" +
 	"\tlane_addr\x18\x02 \x01(\tR\blaneAddr\x12\x1d\n" +
 	"\n" +
 	"lane_token\x18\x03 \x01(\fR\tlaneToken\x12\x17\n" +
 	"\alog_dir\x18\x04 \x01(\tR\x06logDir\x12(\n" +
-	"\x10log_segment_size\x18\x05 \x01(\x03R\x0elogSegmentSize\"\x1b\n" +
+	"\x10log_segment_size\x18\x05 \x01(\x03R\x0elogSegmentSize\x12%\n" +
+	"\x0ecommitted_page\x18\x06 \x01(\tR\rcommittedPage\"\x1b\n" +
 	"\x05Bytes\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"#\n" +
 	"\vEpochNumber\x12\x14\n" +

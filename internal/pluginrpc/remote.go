@@ -32,6 +32,7 @@ type remotePlugin struct {
 	mu      sync.Mutex
 	hostSrv *grpc.Server       // serving Host to the plugin while started
 	lane    *pluginlane.Server // the same, over the lane, while started (nil: none)
+	page    *sharedPage        // the committed-offset page offered with the lane (nil: none)
 	resp    *pluginpb.ConfigureResponse
 }
 
@@ -78,10 +79,14 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 	})
 	req := &pluginpb.StartRequest{HostBrokerId: id}
 	lane := r.openLane(hs)
+	var page *sharedPage
 	if lane != nil {
 		req.LaneAddr, req.LaneToken = lane.Addr(), lane.Token()
 		if ll, ok := host.(logLocator); ok {
 			req.LogDir, req.LogSegmentSize, _ = ll.LogLocation()
+		}
+		if page = r.openPage(r.c.socketDir, host); page != nil {
+			req.CommittedPage = page.w.Path()
 		}
 	}
 	_, err := r.lc.Start(ctx, req)
@@ -89,6 +94,7 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 		if lane != nil {
 			lane.Close()
 		}
+		page.close()
 		// The broker creates the server as soon as its listener exists;
 		// stop it when it does (it never does if the listener failed).
 		go func() {
@@ -110,11 +116,28 @@ func (r *remotePlugin) Start(ctx context.Context, host sdk.Host) error {
 		if lane != nil {
 			lane.Close()
 		}
+		page.close()
 		return fmt.Errorf("start %s plugin %s: plugin exited: %w", r.kind, r.c.path, sdk.ErrUnavailable)
 	}
 	r.mu.Lock()
-	r.hostSrv, r.lane = srv, lane
+	r.hostSrv, r.lane, r.page = srv, lane, page
 	r.mu.Unlock()
+	if page != nil {
+		// A process that dies is not stopped (the supervisor starts a new
+		// one): its page goes with it.
+		go func() {
+			<-r.c.Done()
+			r.mu.Lock()
+			mine := r.page == page
+			if mine {
+				r.page = nil
+			}
+			r.mu.Unlock()
+			if mine {
+				page.close()
+			}
+		}()
+	}
 	return nil
 }
 
@@ -170,8 +193,8 @@ func (r *remotePlugin) LaneCalls() uint64 {
 func (r *remotePlugin) Stop(ctx context.Context) error {
 	_, err := r.lc.Stop(ctx, &pluginpb.Empty{})
 	r.mu.Lock()
-	srv, lane := r.hostSrv, r.lane
-	r.hostSrv = nil
+	srv, lane, page := r.hostSrv, r.lane, r.page
+	r.hostSrv, r.page = nil, nil
 	r.mu.Unlock()
 	if srv != nil {
 		srv.Stop()
@@ -179,6 +202,7 @@ func (r *remotePlugin) Stop(ctx context.Context) error {
 	if lane != nil {
 		lane.Close()
 	}
+	page.close()
 	return pluginwire.FromStatus(err)
 }
 

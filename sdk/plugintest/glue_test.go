@@ -592,3 +592,59 @@ func mustRead(t *testing.T, s *core.Store, off int64) []byte {
 	}
 	return b
 }
+
+// storeWaitCounter counts WaitCommitted calls reaching a storehost.Host
+// (which can mirror its committed offset, so the plugin gets a page).
+type storeWaitCounter struct {
+	*storehost.Host
+	waits atomic.Int64
+}
+
+func (c *storeWaitCounter) WaitCommitted(ctx context.Context, after int64) (int64, error) {
+	c.waits.Add(1)
+	return c.Host.WaitCommitted(ctx, after)
+}
+
+// TestWaitCommittedFromTheCommittedPage: with the lane, the host offers
+// its committed-offset page, and a plugin's WaitCommitted past what it
+// last learnt is answered from it, with no call reaching the host, while
+// the log grows; a wait past the end is still a call that returns when
+// the log grows.
+func TestWaitCommittedFromTheCommittedPage(t *testing.T) {
+	s, sh := hostEnv(t, nil)
+	h := &storeWaitCounter{Host: sh}
+	appendN(t, s, 3)
+	_, x := startProbeLane(t, h, nil, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wait := func(after int64) int64 {
+		t.Helper()
+		got, err := x.Query(ctx, sdk.Query{Topic: "__host", Key: fmt.Sprintf("wait %d", after), Max: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[0]
+	}
+	for i := 0; i < 5; i++ {
+		before := s.Positions().Committed
+		appendN(t, s, 2)
+		calls := h.waits.Load()
+		if got, want := wait(before), s.Positions().Committed; got != want {
+			t.Fatalf("WaitCommitted(%d) = %d, the store committed %d", before, got, want)
+		}
+		if n := h.waits.Load() - calls; n != 0 {
+			t.Fatalf("round %d: a wait the page answers made %d WaitCommitted calls to the host", i, n)
+		}
+	}
+	end := s.Positions().Committed
+	done := make(chan int64, 1)
+	go func() { done <- wait(end) }()
+	time.Sleep(50 * time.Millisecond)
+	appendN(t, s, 1)
+	if got := <-done; got != s.Positions().Committed {
+		t.Fatalf("WaitCommitted(%d) past the end = %d, want %d", end, got, s.Positions().Committed)
+	}
+	if h.waits.Load() == 0 {
+		t.Fatal("a wait past the end made no call to the host")
+	}
+}

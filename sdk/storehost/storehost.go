@@ -70,6 +70,12 @@ func (h *Host) LogLocation() (dir string, segmentSize int64, ok bool) {
 	return h.store.LogLocation()
 }
 
+// MirrorCommitted is the store's core.Store.MirrorCommitted: an external
+// plugin's committed-offset page is kept with it.
+func (h *Host) MirrorCommitted(fn func(committed int64)) (stop func()) {
+	return h.store.MirrorCommitted(fn)
+}
+
 func (h *Host) Positions(ctx context.Context) (sdk.Positions, error) {
 	return h.store.Positions(), nil
 }
