@@ -99,7 +99,8 @@ type replica struct {
 	addr    string   // the connection's remote address
 	conn    net.Conn // closed when a newer connection with the same id replaces it
 	ack     int64
-	sent    atomic.Int64 // the stream has sent the log up to here: an ack beyond it is a lie
+	sent    atomic.Int64  // the stream has sent the log up to here: an ack beyond it is a lie
+	acked   chan struct{} // capacity 1: an acknowledgement arrived (wakes a gathering stream)
 	contact time.Time
 	// replaced: a newer connection took this one's place (set under
 	// Plugin.mu), so its end is expected and not worth a warning.
@@ -364,7 +365,7 @@ func (p *Plugin) serveSlave(c net.Conn) error {
 	if err := writeReply(c, statusOK, from); err != nil {
 		return err
 	}
-	r := &replica{id: h.id, addr: c.RemoteAddr().String(), conn: c, ack: from, contact: time.Now()}
+	r := &replica{id: h.id, addr: c.RemoteAddr().String(), conn: c, ack: from, acked: make(chan struct{}, 1), contact: time.Now()}
 	r.sent.Store(from)
 	p.mu.Lock()
 	old := p.replicas[r.id]
@@ -423,9 +424,34 @@ func drainAndClose(c net.Conn) {
 // below the committed offset it last learnt: once caught up it waits
 // (Host.WaitCommitted: one wake-up covers many appends), so each batch
 // costs one wait and one read, never a read that comes back empty.
+//
+// While a frame is in flight, a batch smaller than half of batch_bytes
+// first waits for the slave's next acknowledgement (at most
+// heartbeatEvery), then goes out with everything committed meanwhile: so
+// under load each round trip carries all that is pending, instead of
+// one small frame per commit, each with its own acknowledgement and its
+// own report. It costs at most the round trip already in progress, which
+// the producers of this batch would wait for anyway.
 func (p *Plugin) stream(c net.Conn, r *replica, from int64) error {
 	off, committed := from, from
+	gather := time.NewTimer(heartbeatEvery)
+	defer gather.Stop()
 	for {
+		if off < committed && committed-off < int64(p.conf.BatchBytes/2) && p.inFlight(r) {
+			gather.Reset(heartbeatEvery)
+			select {
+			case <-r.acked:
+			case <-gather.C:
+			case <-p.ctx.Done():
+				return p.ctx.Err()
+			}
+			gather.Stop()
+			// What was committed meanwhile: at once, the log grew past off.
+			if next, err := p.host.WaitCommitted(p.ctx, off); err == nil {
+				committed = max(committed, next)
+				p.noteCommitted(next)
+			}
+		}
 		if off >= committed {
 			ctx, cancel := context.WithTimeout(p.ctx, heartbeatEvery)
 			next, err := p.host.WaitCommitted(ctx, off)
@@ -495,7 +521,18 @@ func (p *Plugin) readAcks(c net.Conn, r *replica) error {
 			return fmt.Errorf("slave %s acknowledged %d after %d", r.addr, ack, prev)
 		}
 		p.kickReport()
+		select {
+		case r.acked <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// inFlight reports whether r has been sent bytes it has not acknowledged.
+func (p *Plugin) inFlight(r *replica) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return r.sent.Load() > r.ack
 }
 
 func (p *Plugin) kickReport() {
