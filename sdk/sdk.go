@@ -7,10 +7,12 @@
 // external process started through hashicorp/go-plugin, whose Host calls
 // travel over a plain unix socket (the lane; ~120 µs a round trip on a
 // loaded 2-vCPU VM, against ~50 µs for the bare socket and ~280 µs over
-// go-plugin's gRPC: docs/performance.md) and whose ReadLog reads the store's segment files
-// directly. Because of the second, every exchange here carries ranges and batches
-// ("the log is committed up to X", "index records [a,b)"), never one call
-// per message.
+// go-plugin's gRPC: docs/performance.md), whose ReadLog reads the store's
+// segment files directly, and whose WaitCommitted reads the host's
+// committed offset from a shared page while the log grows (a call only
+// to wait past its end). Because of the second, every exchange here
+// carries ranges and batches ("the log is committed up to X", "index
+// records [a,b)"), never one call per message.
 //
 // # Capabilities
 //
