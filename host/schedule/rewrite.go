@@ -64,6 +64,9 @@ func (l Levels) Rewrite(m *record.Message) (level int32, err error) {
 	return level, nil
 }
 
+// clearedOnDelivery are the properties Deliver removes.
+var clearedOnDelivery = append([]string{record.PropertyDelayLevel}, record.TimerRequestProperties[:]...)
+
 // Deliver returns the message that delivers rec, a record of the schedule
 // topic, to its real topic and queue (record.ToRealTarget): everything
 // copied, UNIQ_KEY among them, so clients see the same message id, except
@@ -73,8 +76,7 @@ func (l Levels) Rewrite(m *record.Message) (level int32, err error) {
 // REAL_QID is missing or malformed cannot be delivered: the error says
 // which.
 func Deliver(rec *record.Record) (*record.Message, error) {
-	m, err := record.ToRealTarget(rec, record.PropertyDelayLevel, record.PropertyTimerDeliverMS,
-		record.PropertyTimerDelaySec, record.PropertyTimerDelayMS)
+	m, err := record.ToRealTarget(rec, clearedOnDelivery...)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %w", err)
 	}

@@ -95,22 +95,7 @@ func TestPendingSemanticsSurvivePromotion(t *testing.T) {
 	if _, err := tp2.SendMessageInTransaction(t.Context(), primitive.NewMessage(topic, []byte("rollback-route"))); err != nil {
 		t.Logf("the route-fetching transactional send: %v", err)
 	}
-	if err := waitFor(40*time.Second, func() bool {
-		for _, x := range sent {
-			if a.count(x.body) == 0 {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		var missing []string
-		for _, x := range sent {
-			if a.count(x.body) == 0 {
-				missing = append(missing, fmt.Sprintf("%s (due %v after the kill)", x.body, x.due.Sub(killed).Round(time.Millisecond)))
-			}
-		}
-		t.Fatalf("%d of %d delayed and timer messages missing 40s after the promotion: %s", len(missing), len(sent), strings.Join(missing, ", "))
-	}
+	waitAll(t, a, sent, 40*time.Second, "the promotion")
 	if err := waitFor(60*time.Second, func() bool { return r.hasAll(halves) }); err != nil {
 		t.Fatalf("half messages not resolved by the promoted node within 60s: %v", r.missing(halves))
 	}
