@@ -92,9 +92,12 @@ func (x *Index) put(hash int32, r *sdk.Record) error {
 }
 
 // writable returns the last file, creating one when there is none or it
-// is full. Callers hold mu.
+// is full. The last file owns its slot table (indexFile.own); a full one
+// spills it, to be made durable by the next Sync, before a newer file
+// makes it one that recovery trusts. Callers hold mu.
 func (x *Index) writable() (*indexFile, error) {
-	if n := len(x.files); n > 0 && !x.files[n-1].full() {
+	n := len(x.files)
+	if n > 0 && !x.files[n-1].full() {
 		return x.files[n-1], nil
 	}
 	created := max(x.o.now().UnixMilli(), x.lastName+1)
@@ -102,6 +105,10 @@ func (x *Index) writable() (*indexFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index-hash: %w", err)
 	}
+	if n > 0 {
+		x.files[n-1].spill()
+	}
+	f.own(true)
 	x.lastName = created
 	x.files = append(x.files, f)
 	x.dirDirty = true
@@ -191,6 +198,7 @@ func (x *Index) truncateLocked(p int64) error {
 		f := x.files[keep-1]
 		cut += int64(f.h.count - k)
 		f.truncate(k)
+		f.own(false) // the last file again; the checkpoint now names it, so recovery rebuilds its table
 	}
 	x.indexedEnd = p
 	x.st.truncations.Add(1)

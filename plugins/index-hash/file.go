@@ -111,6 +111,10 @@ type indexFile struct {
 	entries int32 // room, entry 0 included
 	h       header
 	dirty   bool // changed since the last Sync captured it
+	// tab is the slot table slot and setSlot use: the mapping's, or, while
+	// owned, a private copy in memory (see own).
+	tab   []byte
+	owned bool
 }
 
 // geometry returns the number of entries a file of size bytes with slots
@@ -146,6 +150,7 @@ func createFile(fsys vfs.FS, dir string, created int64, slots, entries int32) (*
 	}
 	x := &indexFile{name: name, created: created, path: path, f: f, m: m, b: m.Bytes(), slots: slots, entries: entries,
 		h: header{count: 1}, dirty: true}
+	x.tab = x.mappedTab()
 	x.h.put(x.b)
 	return x, nil
 }
@@ -177,6 +182,7 @@ func openFile(fsys vfs.FS, dir, name string, slots int32) (*indexFile, error) {
 		return nil, fmt.Errorf("map index file %s: %w", path, err)
 	}
 	x := &indexFile{name: name, created: created, path: path, f: f, m: m, b: m.Bytes(), slots: slots, entries: entries}
+	x.tab = x.mappedTab()
 	x.h = decodeHeader(x.b)
 	return x, nil
 }
@@ -203,7 +209,7 @@ func (x *indexFile) close() error {
 		if err := x.m.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("unmap %s: %w", x.path, err))
 		}
-		x.m, x.b = nil, nil
+		x.m, x.b, x.tab, x.owned = nil, nil, nil, false
 	}
 	if x.f != nil {
 		if err := x.f.Close(); err != nil {
@@ -228,11 +234,51 @@ func (x *indexFile) entryPos(i int32) int {
 }
 
 func (x *indexFile) slot(hash int32) int32 {
-	return int32(binary.BigEndian.Uint32(x.b[x.slotPos(hash):]))
+	return int32(binary.BigEndian.Uint32(x.tab[x.slotPos(hash)-headerSize:]))
 }
 
 func (x *indexFile) setSlot(hash int32, v int32) {
-	binary.BigEndian.PutUint32(x.b[x.slotPos(hash):], uint32(v))
+	binary.BigEndian.PutUint32(x.tab[x.slotPos(hash)-headerSize:], uint32(v))
+}
+
+// mappedTab is the slot table in the mapping.
+func (x *indexFile) mappedTab() []byte { return x.b[headerSize:x.entryPos(0)] }
+
+// own moves the slot table into memory: from now on slot and setSlot use
+// a private copy and the mapping's table is left as it was (stale) until
+// spill. The file being written owns its table. Its keys fall on random
+// slots, so through the mapping nearly every put would write a page that
+// the last Sync's writeback made clean and write-protected, and each such
+// write is a page fault (and each writeback a TLB shootdown of the page);
+// with 5 000 000 slots that is a fault for almost every key at tens of
+// thousands of keys a second. Nothing needs the table on disk before the
+// file is full or the index stops: recovery after a crash rebuilds the
+// last file's table from its durable entries (rebuildSlots), and trusts
+// the table only of a file older than the last one or of a clean stop,
+// and both spill first. fresh says the mapping's table is all zeros (a
+// new file), so there is nothing to copy.
+func (x *indexFile) own(fresh bool) {
+	if x.owned {
+		return
+	}
+	t := make([]byte, len(x.tab))
+	if !fresh {
+		copy(t, x.tab)
+	}
+	x.tab, x.owned = t, true
+}
+
+// spill writes an owned slot table back to the mapping, which the file
+// uses from then on, and marks the file dirty so the next Sync makes the
+// table durable. It does nothing unless the table is owned.
+func (x *indexFile) spill() {
+	if !x.owned {
+		return
+	}
+	m := x.mappedTab()
+	copy(m, x.tab)
+	x.tab, x.owned = m, false
+	x.dirty = true
 }
 
 func (x *indexFile) entry(i int32) entry {
@@ -354,10 +400,11 @@ func (x *indexFile) truncate(k int32) {
 // rebuildSlots recomputes the slot table and hashSlotCount from entries
 // [1, count), which are trusted; entries at and above count are left as
 // they are (nothing reaches them, and put overwrites them).
-// Recovery uses it on the last file after a crash, when slot pages may hold
-// values written after the durable checkpoint.
+// Recovery uses it on the last file after a crash, when the slot table on
+// disk may be stale (the file owned it, see own) or hold values written
+// after the durable checkpoint.
 func (x *indexFile) rebuildSlots(count int32) {
-	clear(x.b[headerSize:x.entryPos(0)])
+	clear(x.tab)
 	if count > x.entries {
 		count = x.entries
 	}

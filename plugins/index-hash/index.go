@@ -219,6 +219,11 @@ func (x *Index) Stop(ctx context.Context) error {
 	// ones see the stopped state.
 	x.syncMu.Lock()
 	defer x.syncMu.Unlock()
+	x.mu.Lock()
+	for _, f := range x.files {
+		f.spill() // the clean checkpoint below makes recovery trust the tables on disk
+	}
+	x.mu.Unlock()
 	var errs []error
 	if err := x.syncHeld(); err != nil {
 		errs = append(errs, err)

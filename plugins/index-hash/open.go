@@ -63,6 +63,9 @@ func (x *Index) recover() error {
 		ck.hasFile, ck.lastFile, ck.h = false, 0, header{}
 	}
 	x.indexedEnd = ck.indexedEnd
+	if n := len(x.files); n > 0 && !x.files[n-1].full() {
+		x.files[n-1].own(false)
+	}
 	if err := x.o.fs.SyncDir(x.dir); err != nil {
 		return fmt.Errorf("index-hash: sync %s: %w", x.dir, err)
 	}
