@@ -13,7 +13,10 @@
 // the slots; see file.go for the byte layout. A key's hash is Java's
 // String.hashCode of topic#key made non-negative, its slot the hash modulo
 // the slot count. When a file is full the next one is created. Files are
-// memory-mapped through core/vfs, so tests run them on vfs.NewCrashFS.
+// memory-mapped through core/vfs, so tests run them on vfs.NewCrashFS,
+// except the slot table of the file being written, which is kept in
+// memory and written into the file when it is full or the index stops
+// (indexFile.own).
 //
 // # Use
 //
