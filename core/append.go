@@ -95,8 +95,7 @@ func (s *Store) AppendBatch(msgs []*record.Message, dst []AppendResult) ([]Appen
 		return dst, nil
 	}
 	copy(s.active.data[pos-s.active.start:], buf)
-	s.committed.Store(s.wrotePos)
-	s.publishCommitted()
+	s.setCommitted(s.wrotePos)
 	if invariants {
 		s.assertOrder("append")
 	}

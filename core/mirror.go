@@ -52,9 +52,11 @@ func (s *Store) MirrorCommitted(fn func(committed int64)) (stop func()) {
 	}
 }
 
-// publishCommitted passes the committed offset to every mirror; it is
-// called after every store of s.committed, under the lock that made it.
-func (s *Store) publishCommitted() {
+// setCommitted stores the committed offset and passes it to every
+// mirror. Every change of s.committed goes through it, under the lock
+// that makes the change.
+func (s *Store) setCommitted(off int64) {
+	s.committed.Store(off)
 	m := &s.mirror
 	if !m.on.Load() {
 		return

@@ -52,8 +52,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 	if empty {
 		s.wrotePos = off
 		s.minOffset.Store(off)
-		s.committed.Store(off)
-		s.publishCommitted()
+		s.setCommitted(off)
 		s.flushed.Store(off)
 		s.dispatched.Store(off)
 	}
@@ -71,8 +70,7 @@ func (s *Store) AppendRaw(off int64, data []byte) error {
 		}
 		s.lastTs.Store(r.ts)
 	}
-	s.committed.Store(s.wrotePos)
-	s.publishCommitted()
+	s.setCommitted(s.wrotePos)
 	if s.wb != nil {
 		s.wb.wrote.Store(s.wrotePos)
 	}
@@ -227,12 +225,11 @@ func (s *Store) Truncate(off int64) error {
 		// commit the cut bytes again.
 		s.wb.mu.Lock()
 		s.wb.wrote.Store(off)
-		s.committed.Store(off)
+		s.setCommitted(off)
 		s.wb.mu.Unlock()
 	} else {
-		s.committed.Store(off)
+		s.setCommitted(off)
 	}
-	s.publishCommitted()
 	if s.flushed.Load() > off {
 		s.flushed.Store(off)
 	}

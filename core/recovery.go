@@ -270,7 +270,7 @@ func (s *Store) restoreQueueOffsets(table map[queueKey]int64) {
 func (s *Store) setPositions(minOff, end, dispatched int64) {
 	s.minOffset.Store(minOff)
 	s.wrotePos = end
-	s.committed.Store(end)
+	s.setCommitted(end)
 	if s.wb != nil {
 		s.wb.wrote.Store(end)
 	}

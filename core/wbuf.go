@@ -99,8 +99,7 @@ func (s *Store) commitWBLocked() (int64, error) {
 		}
 		pos = end
 	}
-	s.committed.Store(to)
-	s.publishCommitted()
+	s.setCommitted(to)
 	if invariants {
 		s.assertAscending("commit", namedPos{"committed", to}, namedPos{"wrote", wb.wrote.Load()})
 	}
