@@ -67,6 +67,9 @@ type options struct {
 	// repair: the DivergentTail fault requires the new master to take
 	// writes again (WithDivergentTailRepair).
 	repair bool
+	// oldMasterDelay: the DivergentTail fault delays the old master's
+	// link to the new master by this much (the suite's own tests).
+	oldMasterDelay time.Duration
 }
 
 func buildOptions(opts []Option) options {

@@ -18,11 +18,15 @@ import (
 //     as when packets are dropped and TCP retransmits) until heal;
 //   - reset: every connection through the proxy is closed at once;
 //   - retarget: new connections go to another master address.
+//
+// ended counts the connections the master's side has closed or stopped
+// sending on, so that a fault can wait for the master's answer to a slave.
 type proxy struct {
 	t      testing.TB
 	ln     net.Listener
 	target atomic.Pointer[string]
 	delay  atomic.Int64 // time.Duration
+	ended  atomic.Int64
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -130,14 +134,18 @@ func (p *proxy) acceptLoop() {
 			continue
 		}
 		p.pumps.Add(2)
-		go p.pump(in, out)
-		go p.pump(out, in)
+		go p.pump(in, out, nil)
+		go p.pump(out, in, &p.ended)
 	}
 }
 
-// pump forwards from src to dst until either closes, then closes both.
-func (p *proxy) pump(src, dst net.Conn) {
+// pump forwards from src to dst until either closes, then closes both
+// and adds one to ended (if not nil).
+func (p *proxy) pump(src, dst net.Conn, ended *atomic.Int64) {
 	defer p.pumps.Done()
+	if ended != nil {
+		defer ended.Add(1)
+	}
 	defer p.untrack(src)
 	defer p.untrack(dst)
 	q := make(chan chunk, 256)

@@ -50,7 +50,9 @@ import (
 //     its unflushed bytes; with WithReplicaAckOnFlush no acknowledged
 //     record may be lost) and DivergentTail (the master appends records no
 //     slave has and stops; a slave takes over as master and the old master
-//     rejoins as its slave with that tail, which must not be counted). Once
+//     rejoins as its slave with that tail, which must not be counted; the
+//     verdict, repaired or fenced, waits for the new master's answer to
+//     the old master's handshake). Once
 //     each fault heals, every ack must be SEND_OK and the replicas must
 //     catch up. Failures give the acknowledged-but-not-held record counts
 //     per fault.

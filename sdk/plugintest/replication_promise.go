@@ -353,6 +353,7 @@ func faultDivergentTail(s *scenario) (fenced bool) {
 	nm.cfg = nodeConfig(s.t, c.o, "master", freeAddr(s.t), "", nm.cfg.DataDir)
 	nm.proxy, nm.view = nil, nil
 	old.proxy = newProxy(s.t, nm.cfg.Addr)
+	old.proxy.setDelay(c.o.oldMasterDelay)
 	old.cfg = nodeConfig(s.t, c.o, "slave", freeAddr(s.t), old.proxy.addr(), old.cfg.DataDir)
 	old.name = "old master"
 	old.view = &replicaView{name: old.name, store: func() *core.Store { return old.e.store }}
@@ -375,6 +376,17 @@ func faultDivergentTail(s *scenario) (fenced bool) {
 	for _, sl := range others {
 		c.startSlave(sl)
 	}
+	// The verdict waits for the new master's answer to the old master:
+	// until then the other slaves can put it in sync, unfenced, only for
+	// the old master's longer tail to fence it a moment later. (A plugin
+	// that answers none of these ways is judged after syncWithin.)
+	oldEnd := old.e.store.Positions().Committed
+	eventually(syncWithin, func() bool {
+		f, _ := c.master.e.host.Fenced()
+		return f || old.proxy.ended.Load() > 0 || // fenced, or refused the old master
+			old.e.store.Positions().Committed != oldEnd || // cut its tail
+			c.masterStore().Positions().Committed >= oldEnd // caught up from it
+	})
 	if !c.o.repair && !c.takesWrites(syncWithin) {
 		f, why := c.master.e.host.Fenced()
 		s.t.Logf("fault %q: fenced (safe, not repaired): %v after the takeover the new master is fenced=%v (%q) with %d replica(s) in sync (the policy counts %d); "+
