@@ -26,13 +26,13 @@ func routeDebug(mux *http.ServeMux) {
 }
 
 // redactArgs returns args with the value of every --set KEY=VALUE whose
-// key holds a secret (profile.IsSecretKey) replaced by "(redacted)".
+// key holds a secret (profile.IsSecretKey) replaced by profile.Redacted.
 func redactArgs(args []string) []string {
 	out := append([]string(nil), args...)
 	redact := func(kv string) string {
 		k, _, ok := strings.Cut(kv, "=")
 		if ok && profile.IsSecretKey(strings.TrimSpace(k)) {
-			return k + "=(redacted)"
+			return k + "=" + profile.Redacted
 		}
 		return kv
 	}

@@ -11,6 +11,7 @@ import "github.com/keelmq/keel/host/remoting"
 //	keel_remoting_request_budget_bytes          the budget
 //	keel_remoting_request_budget_waits_total    reads that waited for room
 //	keel_remoting_request_budget_refused_total  frames larger than the budget
+//	keel_remoting_requests_refused_total        requests access control refused (acl)
 //
 // It is called once, by startAdmin, after the servers exist.
 func registerAdminMetrics(n *Node) {
@@ -33,4 +34,11 @@ func registerAdminMetrics(n *Node) {
 	set.NewGauge("keel_remoting_request_budget_bytes", sum(func(s remoting.BudgetStats) float64 { return float64(s.Limit) }))
 	set.NewGauge("keel_remoting_request_budget_waits_total", sum(func(s remoting.BudgetStats) float64 { return float64(s.Waits) }))
 	set.NewGauge("keel_remoting_request_budget_refused_total", sum(func(s remoting.BudgetStats) float64 { return float64(s.Refused) }))
+	set.NewGauge("keel_remoting_requests_refused_total", func() float64 {
+		var v uint64
+		for _, s := range n.servers {
+			v += s.Refused()
+		}
+		return float64(v)
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/keelmq/keel/core"
+	"github.com/keelmq/keel/host/acl"
 	"github.com/keelmq/keel/host/controller"
 	"github.com/keelmq/keel/host/namesrv"
 	"github.com/keelmq/keel/host/profile"
@@ -420,7 +421,9 @@ func (n *Node) listen() error {
 		}
 	}
 	if p.HasRole(roleBroker) {
-		n.serveBroker(srvCfg)
+		if err := n.serveBroker(srvCfg); err != nil {
+			return err
+		}
 	}
 
 	// The admin server binds its own listener: hand the held address
@@ -448,9 +451,17 @@ func (n *Node) listen() error {
 }
 
 // serveBroker serves the broker protocol on the broker listener and
-// starts keeping the broker registered with its name servers.
-func (n *Node) serveBroker(srvCfg remoting.ServerConfig) {
+// starts keeping the broker registered with its name servers. With
+// acl.enabled every request on it is checked first (package host/acl).
+func (n *Node) serveBroker(srvCfg remoting.ServerConfig) error {
 	p := n.prof
+	policy, err := acl.New(p.ACL)
+	if err != nil {
+		return fmt.Errorf("broker access control: %w", err)
+	}
+	if policy != nil {
+		srvCfg.Guard = policy.Check
+	}
 	n.broker = remoting.NewBroker(remoting.BrokerConfig{
 		AutoCreateTopics:      p.Store.AutoCreateTopics,
 		DefaultQueueNums:      int32(p.Store.DefaultQueues),
@@ -469,6 +480,7 @@ func (n *Node) serveBroker(srvCfg remoting.ServerConfig) {
 	n.servers = append(n.servers, brokerSrv)
 	go brokerSrv.Serve(n.listeners["broker"])
 	n.startRegistrar()
+	return nil
 }
 
 // haAddr is the replication plugin's listen address, if it reports one in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keelmq/keel/host/acl"
 	"github.com/keelmq/keel/sdk/config"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -13,34 +14,53 @@ import (
 // form Load reads back to an equal profile: what `keel profile check` prints.
 // A plugin section's config is the value last decoded by DecodePluginConfig
 // (with the plugin's defaults) when there is one, else the table as written.
-// The output includes replication.secret; see EffectiveRedacted.
+// The output includes the secrets (secretKeys); see EffectiveRedacted.
 func (p *Profile) Effective() ([]byte, error) {
 	return p.effective(false)
 }
 
-// secretKeys are the profile keys whose values are secrets. This list is
-// the one place that says so: EffectiveRedacted redacts them, and
-// IsSecretKey tells everything else that shows profile values (the admin
-// API's /debug/pprof/cmdline, which shows `--set key=value`).
-var secretKeys = []string{"replication.secret"}
+// secretKeys are the profile keys whose values are secrets, "*" standing
+// for any one key (an ACL account's access key). This list is the one
+// place that says so: EffectiveRedacted redacts them, and IsSecretKey
+// tells everything else that shows profile values (the admin API's
+// /debug/pprof/cmdline, which shows `--set key=value`).
+var secretKeys = [][]string{
+	{"replication", "secret"},
+	{"acl", "accounts", "*", "secret_key"},
+}
 
 // IsSecretKey reports whether the dotted profile key (as given to --set,
 // "replication.secret", or with TOML quoting as `replication."secret"`)
-// holds a secret whose value must never be shown: whether it is one of
-// secretKeys. A key that does not parse is treated as a secret.
+// may hold a secret whose value must never be shown: whether it is one of
+// secretKeys, below one, or a table that holds one
+// (`--set replication={secret="…"}`). A key that does not parse is
+// treated as a secret.
 func IsSecretKey(dotted string) bool {
 	path, err := config.ParseKey(strings.TrimSpace(dotted))
 	if err != nil {
 		return true
 	}
-	k := strings.Join(path, ".")
 	for _, s := range secretKeys {
-		if k == s {
+		if keyOverlaps(path, s) {
 			return true
 		}
 	}
 	return false
 }
+
+// keyOverlaps reports whether one of path and pattern is a prefix of the
+// other, "*" in pattern matching any key.
+func keyOverlaps(path, pattern []string) bool {
+	for i := 0; i < len(path) && i < len(pattern); i++ {
+		if pattern[i] != "*" && pattern[i] != path[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Redacted stands for a secret's value in what is shown.
+const Redacted = "(redacted)"
 
 // EffectiveRedacted is Effective with the secret keys (secretKeys)
 // replaced by "(redacted)" when set, for printing.
@@ -51,11 +71,23 @@ func (p *Profile) EffectiveRedacted() ([]byte, error) {
 func (p *Profile) effective(redact bool) ([]byte, error) {
 	doc := document{
 		Schema: p.Schema, Store: p.Store, Flush: p.Flush, Replication: p.Replication,
-		Index: p.Index, Server: p.Server, Controller: p.Controller, Admin: p.Admin,
+		Index: p.Index, Server: p.Server, Controller: p.Controller, Admin: p.Admin, ACL: p.ACL,
 	}
-	// secretKeys: replication.secret is the one secret field.
-	if redact && doc.Replication.Secret != "" {
-		doc.Replication.Secret = "(redacted)"
+	// secretKeys: replication.secret and each account's secret_key.
+	if redact {
+		if doc.Replication.Secret != "" {
+			doc.Replication.Secret = Redacted
+		}
+		accounts := make(map[string]acl.AccountConfig, len(doc.ACL.Accounts))
+		for ak, a := range doc.ACL.Accounts {
+			if a.SecretKey != "" {
+				a.SecretKey = Redacted
+			}
+			accounts[ak] = a
+		}
+		if doc.ACL.Accounts != nil {
+			doc.ACL.Accounts = accounts
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -83,7 +83,7 @@ func LoadBytes(name string, data []byte, overrides []string) (*Profile, error) {
 
 	p.Schema = doc.Schema
 	p.Store, p.Flush, p.Replication, p.Index = doc.Store, doc.Flush, doc.Replication, doc.Index
-	p.Server, p.Controller, p.Admin = doc.Server, doc.Controller, doc.Admin
+	p.Server, p.Controller, p.Admin, p.ACL = doc.Server, doc.Controller, doc.Admin, doc.ACL
 	p.normalize()
 	if errs := p.validate(); len(errs) > 0 {
 		return nil, errs.Err()

@@ -4,7 +4,7 @@
 //
 // # Format
 //
-// A profile is a TOML document with a schema version and six sections:
+// A profile is a TOML document with a schema version and these sections:
 //
 //	schema = 1
 //
@@ -14,6 +14,7 @@
 //	[index]          # indexer plugin (PluginSection)
 //	[server]         # RocketMQ remoting listeners and broker identity (ServerConfig)
 //	[admin]          # metrics, /status, pprof (AdminConfig)
+//	[acl]            # access control: accounts and permissions (acl.Config)
 //
 // Every section and key is optional except schema; missing keys take the
 // defaults documented on each field (RocketMQ's where it has one). A plugin
@@ -42,11 +43,12 @@
 package profile
 
 import (
-	"github.com/keelmq/keel/sdk"
 	"path/filepath"
 	"slices"
 	"sync"
 
+	"github.com/keelmq/keel/host/acl"
+	"github.com/keelmq/keel/sdk"
 	"github.com/keelmq/keel/sdk/config"
 )
 
@@ -109,6 +111,8 @@ type Profile struct {
 	Server      ServerConfig
 	Controller  ControllerConfig
 	Admin       AdminConfig
+	// ACL is the broker's access control (package host/acl).
+	ACL acl.Config
 
 	// Warnings are problems that do not stop the profile from loading (an
 	// unauthenticated HA link, for example), one sentence each.

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keelmq/keel/host/acl"
 	"github.com/keelmq/keel/host/schedule"
 )
 
@@ -264,4 +265,5 @@ type document struct {
 	Server      ServerConfig       `toml:"server"`
 	Controller  ControllerConfig   `toml:"controller"`
 	Admin       AdminConfig        `toml:"admin"`
+	ACL         acl.Config         `toml:"acl"`
 }

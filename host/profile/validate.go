@@ -33,6 +33,9 @@ func (p *Profile) validate() ErrorList {
 	p.validateListeners(fail)
 	p.validateServer(fail)
 	p.validateController(fail)
+	for _, pr := range p.ACL.Problems() {
+		errs = append(errs, p.errorAt(append([]string{"acl"}, pr.Key...), pr.Msg))
+	}
 	errs.Sort()
 	return errs
 }

@@ -18,6 +18,16 @@ func (s *Server) dispatchHeld(c *Conn, cmd *Command, budget int64) {
 	req := &Request{Cmd: cmd, Conn: c, budget: budget}
 	req.refs.Store(1) // the handler's own, dropped when it returns
 	defer req.unref()
+	if g := s.cfg.Guard; g != nil {
+		if err := g(c.RemoteAddr().Addr(), cmd); err != nil {
+			s.refused.Add(1)
+			s.log.Debug("remoting: request refused", "code", cmd.Code, "conn", c.String(), "err", err)
+			if !cmd.IsOneway() {
+				c.replyInline(req, NewResponse(cmd, SystemError, err.Error()))
+			}
+			return
+		}
+	}
 	h := s.handlers[cmd.Code]
 	if h == nil {
 		c.replyInline(req, NewResponse(cmd, RequestCodeNotSupported, fmt.Sprintf("request code %d not supported", cmd.Code)))

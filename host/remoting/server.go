@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,14 @@ type ServerConfig struct {
 	// RequestBudget is the size of the server's own Budget when Budget is
 	// nil. Default DefaultRequestBudget.
 	RequestBudget int64
+	// Guard, when set, is asked about every request before its handler
+	// runs (an unregistered code included), with the address it came
+	// from: a non-nil error refuses the request. A refused request is
+	// answered SYSTEM_ERROR with the error's text as its remark, as
+	// RocketMQ answers an access-control failure; a refused oneway
+	// request is dropped. Guard runs on the connection's read goroutine
+	// and must not block. Default: every request proceeds.
+	Guard func(remote netip.Addr, cmd *Command) error
 	// Logger receives connection-level events. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -140,6 +149,7 @@ type Server struct {
 	opaque   atomic.Int32
 	rejected atomic.Uint64
 	panics   atomic.Uint64
+	refused  atomic.Uint64
 }
 
 // NewServer returns a server with no handlers.
@@ -266,3 +276,6 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	return nil
 }
+
+// Refused is the number of requests ServerConfig.Guard refused.
+func (s *Server) Refused() uint64 { return s.refused.Load() }

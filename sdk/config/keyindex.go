@@ -113,6 +113,10 @@ func (idx *docIndex) addKeyValue(p *unstable.Parser, li lineIndex, e *unstable.N
 	}
 	v := e.Value()
 	ent := entry{path: path, partPos: partPos, valPos: li.at(int(v.Raw.Offset)), kind: v.Kind, expr: expr}
+	if v.Raw.Length == 0 && len(partPos) > 0 {
+		// The parser gives an array no raw range: point at its key.
+		ent.valPos = partPos[len(partPos)-1]
+	}
 	switch v.Kind {
 	case unstable.InlineTable, unstable.Array:
 	default:
