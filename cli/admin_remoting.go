@@ -6,14 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/keelmq/keel/core/meta"
+	"github.com/keelmq/keel/host/acl"
 	"github.com/keelmq/keel/host/remoting"
 )
+
+// secretKeyEnv holds the secret key of the account --access-key names (a
+// secret on the command line would show in ps and shell history).
+const secretKeyEnv = "KEEL_SECRET_KEY"
 
 const adminRemotingHelp = `usage:
   keel admin topic (create|update) --broker ADDR --topic T [--read-queues N] [--write-queues N] [--perm P] [--order]
@@ -27,6 +33,10 @@ const adminRemotingHelp = `usage:
   keel admin consumer progress --broker ADDR --group G [--topic T]
   keel admin consumer reset --broker ADDR --group G --topic T --time (RFC3339|unix-ms|-1) [--force=false]
   keel admin cluster list --namesrv ADDR
+
+Every one also takes --access-key AK, with the secret key in the
+environment variable KEEL_SECRET_KEY, to sign its requests for a broker
+with access control (a keel profile's [acl], or RocketMQ's ACL 1.0).
 
 These speak RocketMQ's remoting protocol to a broker (any keel node, or a
 RocketMQ broker) with the admin request codes. consumer reset moves the group's offsets to
@@ -56,6 +66,7 @@ func (a *app) adminRemoting(noun string, args []string) error {
 	at := fs.String("time", "", "reset time: RFC3339, Unix milliseconds, or -1 for the end of each queue")
 	force := fs.Bool("force", true, "let a reset move offsets forward too")
 	namesrv := fs.String("namesrv", "", "name server `address` (host:port), required by cluster list")
+	accessKey := fs.String("access-key", "", "sign requests as this ACL account (secret key: $"+secretKeyEnv+")")
 	rest := args[1:]
 	if noun == "topic" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		*topic, rest = rest[0], rest[1:] // keel admin topic VERB T [flags]
@@ -77,8 +88,17 @@ func (a *app) adminRemoting(noun string, args []string) error {
 		}
 		return nil
 	}
+	secret := os.Getenv(secretKeyEnv)
+	if *accessKey != "" && secret == "" {
+		return fmt.Errorf("keel admin %s %s: --access-key needs the account's secret key in $%s", noun, verb, secretKeyEnv)
+	}
 	call := func(code int16, ext map[string]string, body []byte) (*remoting.Command, error) {
-		resp, err := remoting.Call(context.Background(), *broker, &remoting.Command{Code: code, ExtFields: remoting.FieldsOf(ext), Body: body})
+		cmd := &remoting.Command{Code: code, ExtFields: remoting.FieldsOf(ext), Body: body}
+		if *accessKey != "" {
+			cmd.SetExt(acl.FieldAccessKey, *accessKey)
+			cmd.SetExt(acl.FieldSignature, acl.Sign(cmd, secret, true))
+		}
+		resp, err := remoting.Call(context.Background(), *broker, cmd)
 		if err != nil {
 			return nil, err
 		}

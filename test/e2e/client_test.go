@@ -29,16 +29,18 @@ type pushConsumer interface {
 }
 
 // newProducer starts a producer whose client instance is named instance
-// (distinct names give distinct client objects inside the library).
-func newProducer(t *testing.T, namesrv, instance string) sender {
+// (distinct names give distinct client objects inside the library), with
+// extra options after the tests' own.
+func newProducer(t *testing.T, namesrv, instance string, extra ...producer.Option) sender {
 	t.Helper()
-	p, err := producer.NewDefaultProducer(
+	opts := append([]producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{namesrv})),
-		producer.WithGroupName("PG_"+instance),
+		producer.WithGroupName("PG_" + instance),
 		producer.WithInstanceName(instance),
 		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(5*time.Second),
-	)
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}, extra...)
+	p, err := producer.NewDefaultProducer(opts...)
 	if err != nil {
 		t.Fatalf("NewDefaultProducer: %v", err)
 	}
