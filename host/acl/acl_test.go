@@ -1,6 +1,8 @@
 package acl
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
@@ -87,7 +89,7 @@ func TestSignMatchesRocketMQ(t *testing.T) {
 
 // policyFor builds the Policy of one account "producer1" (and an admin
 // "superuser") for the Check tests.
-func policyFor(t *testing.T, mutate func(*Config)) *Policy {
+func policyFor(t testing.TB, mutate func(*Config)) *Policy {
 	t.Helper()
 	c := Config{
 		Enabled: true,
@@ -321,4 +323,34 @@ func BenchmarkCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzCheck decodes arbitrary frames and asks a policy about them: Check
+// never panics, and a request it lets through (no white list here) always
+// carries an account's valid signature.
+func FuzzCheck(f *testing.F) {
+	p := policyFor(f, nil)
+	for _, cmd := range []*remoting.Command{
+		signed(remoting.CodeSendMessageV2, "producer1", "secret-p1", map[string]string{"a": "PG", "b": "Orders"}, []byte("x")),
+		signed(remoting.CodeHeartBeat, "producer1", "secret-p1", nil, []byte(`{"clientID":"c","consumerDataSet":[{"groupName":"G","subscriptionDataSet":[{"topic":"Audit"}]}]}`)),
+		signed(remoting.CodePullMessage, "producer1", "secret-p1", map[string]string{"consumerGroup": "G", "topic": "Audit"}, nil),
+		signed(remoting.CodeUpdateAndCreateTopic, "superuser", "secret-su", map[string]string{"topic": "T"}, nil),
+		{Code: remoting.CodeSendMessage},
+	} {
+		f.Add(cmd.AppendFrame(nil))
+	}
+	secrets := map[string]string{"producer1": "secret-p1", "superuser": "secret-su"}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		cmd, err := remoting.ReadCommand(bufio.NewReader(bytes.NewReader(frame)), 1<<20)
+		if err != nil {
+			return
+		}
+		if p.Check(local, cmd) != nil {
+			return
+		}
+		secret, ok := secrets[cmd.Ext(FieldAccessKey)]
+		if !ok || !signatureValid(cmd, secret) {
+			t.Fatalf("allowed a request not signed by an account: code %d, fields %v", cmd.Code, cmd.ExtFields.Map())
+		}
+	})
 }
