@@ -157,7 +157,7 @@ type Policy struct {
 }
 
 type account struct {
-	secret       string
+	signer       *signer
 	white        Pattern
 	admin        bool
 	defaultTopic Perm
@@ -182,7 +182,7 @@ func New(c Config) (*Policy, error) {
 		p.global = append(p.global, pat)
 	}
 	for ak, a := range c.Accounts {
-		acc := &account{secret: a.SecretKey, admin: a.Admin, topics: perms(a.TopicPerms), groups: perms(a.GroupPerms)}
+		acc := &account{signer: newSigner(a.SecretKey), admin: a.Admin, topics: perms(a.TopicPerms), groups: perms(a.GroupPerms)}
 		acc.white, _ = ParsePattern(a.WhiteRemoteAddress)
 		acc.defaultTopic, _ = ParsePerm(a.DefaultTopicPerm)
 		acc.defaultGroup, _ = ParsePerm(a.DefaultGroupPerm)
@@ -219,7 +219,7 @@ func (p *Policy) Check(remote netip.Addr, cmd *remoting.Command) error {
 	if acc.white.Match(remote) {
 		return nil
 	}
-	if !signatureValid(cmd, acc.secret) {
+	if !acc.signer.valid(cmd) {
 		return fmt.Errorf("acl: request code %d: the signature does not match AccessKey %q's secret key", cmd.Code, ak)
 	}
 	res, admin, err := remoting.RequestAccess(cmd)

@@ -349,7 +349,7 @@ func FuzzCheck(f *testing.F) {
 			return
 		}
 		secret, ok := secrets[cmd.Ext(FieldAccessKey)]
-		if !ok || !signatureValid(cmd, secret) {
+		if !ok || !newSigner(secret).valid(cmd) {
 			t.Fatalf("allowed a request not signed by an account: code %d, fields %v", cmd.Code, cmd.ExtFields.Map())
 		}
 	})

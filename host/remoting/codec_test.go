@@ -233,7 +233,7 @@ func canonical(c *Command) *Command {
 		return nil
 	}
 	d := *c
-	d.ExtFields = c.ExtFields.unique(nil)
+	d.ExtFields = c.ExtFields.Unique(nil)
 	if len(d.ExtFields) == 0 {
 		d.ExtFields = nil
 	}

@@ -68,10 +68,11 @@ func (f Fields) Map() map[string]string {
 	return m
 }
 
-// unique appends to dst the fields sorted by key with only the last
-// occurrence of each key kept, and returns it: the canonical order the
-// encoders write.
-func (f Fields) unique(dst []Field) []Field {
+// Unique appends to dst the fields sorted by key (byte order) with only
+// the last occurrence of each key kept, and returns it: the canonical
+// order the encoders write, and the order RocketMQ's request signatures
+// take the values in (package host/acl).
+func (f Fields) Unique(dst []Field) []Field {
 	start := len(dst)
 	dst = append(dst, f...)
 	s := dst[start:]

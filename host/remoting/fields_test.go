@@ -20,7 +20,7 @@ func TestFields(t *testing.T) {
 	if v, _ := f.Get("a"); v != "4" {
 		t.Fatalf("Get(a) = %q, want the last occurrence 4", v)
 	}
-	if got, want := f.unique(nil), (Fields{{"a", "4"}, {"b", "3"}}); !reflect.DeepEqual(Fields(got), want) {
+	if got, want := f.Unique(nil), (Fields{{"a", "4"}, {"b", "3"}}); !reflect.DeepEqual(Fields(got), want) {
 		t.Fatalf("unique = %v, want %v", got, want)
 	}
 	if got, want := f.Map(), map[string]string{"a": "4", "b": "3"}; !reflect.DeepEqual(got, want) {
@@ -42,7 +42,7 @@ func TestFields(t *testing.T) {
 	for i := 39; i >= 0; i-- {
 		many = append(many, Field{string(rune('A' + i)), "v"}, Field{string(rune('A' + i)), "w"})
 	}
-	u := many.unique(nil)
+	u := many.Unique(nil)
 	if len(u) != 40 || u[0].Key != "A" || u[0].Value != "w" || u[39].Key != string(rune('A'+39)) {
 		t.Fatalf("unique of 80 = %v", u)
 	}

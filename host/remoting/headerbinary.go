@@ -134,7 +134,7 @@ func (c *Command) appendBinaryHeader(dst []byte) []byte {
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	var small [16]Field
-	for _, f := range c.ExtFields.unique(small[:0]) {
+	for _, f := range c.ExtFields.Unique(small[:0]) {
 		k, v := f.Key, f.Value
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 		dst = append(dst, k...)

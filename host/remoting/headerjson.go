@@ -93,7 +93,7 @@ func (c *Command) appendJSONHeader(dst []byte) []byte {
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
 	var small [16]Field
-	for i, f := range c.ExtFields.unique(small[:0]) {
+	for i, f := range c.ExtFields.Unique(small[:0]) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
