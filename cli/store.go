@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/keelmq/keel/core"
 	"github.com/keelmq/keel/core/record"
+	"github.com/keelmq/keel/host/storelock"
 )
 
 // errDamaged is returned by `keel store inspect` when it found a damaged
@@ -125,6 +129,21 @@ func (a *app) storeRepair(args []string) error {
 	}
 	if len(pos) != 1 {
 		return fmt.Errorf("usage: keel store repair [--dry-run] DIR")
+	}
+	// A repair under a running broker would cut a log it is writing: hold
+	// the store's lock, as `keel serve` does, for the whole repair. A
+	// directory with no commitlog is left to core.Repair to refuse (no
+	// lock file is created in it).
+	if fi, err := os.Stat(filepath.Join(pos[0], core.CommitlogDir)); err == nil && fi.IsDir() {
+		lock, err := storelock.Acquire(pos[0])
+		var inUse *storelock.InUseError
+		switch {
+		case errors.As(err, &inUse):
+			return fmt.Errorf("keel store repair: %v: stop it first (a repair under a running broker would cut the log it is writing)", err)
+		case err != nil:
+			return fmt.Errorf("keel store repair: %w", err)
+		}
+		defer lock.Release()
 	}
 	plan, err := core.Repair(core.Options{Dir: pos[0]}, *dry)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/keelmq/keel/host/storelock"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -124,5 +125,33 @@ func TestStoreRepairDryRunReportsTheCut(t *testing.T) {
 	out, err := runOut(t, "store", "inspect", "--crc", dir)
 	if err != nil || !strings.Contains(out, fmt.Sprintf("log end (scanned)  %d", cut)) {
 		t.Fatalf("after repair: %v\n%s", err, out)
+	}
+}
+
+// TestStoreRepairRefusesAStoreInUse: while another holder has the store's
+// lock (as a running `keel serve` does), repair and its dry run refuse,
+// naming the holder, and the log is left as it was; once the lock is
+// released the repair runs.
+func TestStoreRepairRefusesAStoreInUse(t *testing.T) {
+	dir, recs, _ := damagedStore(t, 300, 100)
+	lock, err := storelock.Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(os.Getpid())
+	for _, args := range [][]string{{"store", "repair", dir}, {"store", "repair", "--dry-run", dir}} {
+		out, err := runOut(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "in use by another keel process (pid "+pid+")") || !strings.Contains(err.Error(), "stop it first") {
+			t.Fatalf("%v under a held lock: %v\n%s", args, err, out)
+		}
+	}
+	out, err := runOut(t, "store", "inspect", "--crc", dir)
+	var de *errDamaged
+	if !errors.As(err, &de) || de.offset != recs[100].PhysOffset {
+		t.Fatalf("the refused repair changed the store: inspect says %v\n%s", err, out)
+	}
+	lock.Release()
+	if out, err := runOut(t, "store", "repair", dir); err != nil || !strings.Contains(out, "are lost") {
+		t.Fatalf("repair after the lock was released: %v\n%s", err, out)
 	}
 }

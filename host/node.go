@@ -8,13 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +24,7 @@ import (
 	"github.com/keelmq/keel/host/profile"
 	"github.com/keelmq/keel/host/remoting"
 	"github.com/keelmq/keel/host/schedule"
+	"github.com/keelmq/keel/host/storelock"
 	"github.com/keelmq/keel/host/timer"
 	"github.com/keelmq/keel/host/txn"
 	"github.com/keelmq/keel/sdk"
@@ -129,7 +127,7 @@ type Node struct {
 	// starts the admin server on it.
 	adminProbe net.Listener
 	// lock is the data dir's lock file, held while the node runs.
-	lock *os.File
+	lock *storelock.Lock
 	// served is set once Start succeeded.
 	served bool
 	// checkOnly is set for Check: plugins validate their configuration
@@ -359,36 +357,20 @@ func checkDataDir(dir string) error {
 	return nil
 }
 
-// LockFile is the file in the store directory a running node holds an
-// exclusive flock on (RocketMQ's store "lock"), so that a second node
-// never opens, recovers or closes a store another node serves.
-const LockFile = "lock"
-
-// lockDataDir takes the store directory's lock and writes this process's
-// pid into it.
+// lockDataDir takes the store directory's lock (package storelock), so
+// that a second node never opens, recovers or closes a store another node
+// serves.
 func (n *Node) lockDataDir() error {
 	dir := n.prof.Store.Dir
-	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("data dir %s (store.dir): open lock file: %w", dir, err)
+	l, err := storelock.Acquire(dir)
+	var inUse *storelock.InUseError
+	switch {
+	case errors.As(err, &inUse):
+		return fmt.Errorf("data dir %s (store.dir) is in use by another keel process (pid %s); stop it or choose another store.dir", dir, inUse.PID)
+	case err != nil:
+		return fmt.Errorf("data dir %s (store.dir): %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		pid, _ := io.ReadAll(io.LimitReader(f, 32))
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder := strings.TrimSpace(string(pid))
-			if holder == "" {
-				holder = "unknown"
-			}
-			return fmt.Errorf("data dir %s (store.dir) is in use by another keel process (pid %s); stop it or choose another store.dir", dir, holder)
-		}
-		return fmt.Errorf("data dir %s (store.dir): lock %s: %w", dir, path, err)
-	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	n.lock = f
+	n.lock = l
 	return nil
 }
 
@@ -587,9 +569,7 @@ func (n *Node) Stop(ctx context.Context) error {
 			}
 		}
 		n.cache.close()
-		if n.lock != nil {
-			n.lock.Close() // releases the flock
-		}
+		n.lock.Release()
 		if n.served {
 			n.log.Info("stopped")
 		}
