@@ -20,13 +20,15 @@ type serveProc struct {
 	done chan struct{} // closed when standard error is drained
 }
 
-// startServe starts `exe args...` (a serve command line) in dir and
-// returns once its admin listener is up (the "role=admin" log line). The
-// process is killed when the test ends if it is still running.
+// startServe starts `exe args...` (a serve command line) in dir, in a
+// process group of its own (as a shell or systemd starts it), and returns
+// once its admin listener is up (the "role=admin" log line). The process
+// is killed when the test ends if it is still running.
 func startServe(t *testing.T, exe, dir string, args ...string) *serveProc {
 	t.Helper()
 	p := &serveProc{cmd: exec.Command(exe, args...), done: make(chan struct{})}
 	p.cmd.Dir = dir
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +78,15 @@ func (p *serveProc) output() string {
 
 // stop sends SIGTERM and fails the test unless the process exits with
 // status 0 within 60s.
-func (p *serveProc) stop(t *testing.T) {
+func (p *serveProc) stop(t *testing.T) { p.stopWith(t, p.cmd.Process.Pid) }
+
+// stopGroup is stop with the SIGTERM sent to the process's whole group,
+// as systemd's KillMode=control-group and a terminal's job control do.
+func (p *serveProc) stopGroup(t *testing.T) { p.stopWith(t, -p.cmd.Process.Pid) }
+
+func (p *serveProc) stopWith(t *testing.T, pid int) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)

@@ -652,3 +652,26 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestGroupSIGTERMStopsCleanly: SIGTERM sent to keel's whole process
+// group (systemd's KillMode=control-group, `kill -TERM -- -PGID`) with an
+// external plugin running stops keel cleanly: exit status 0 and no abort
+// marker, so the next start needs no crash recovery. Before plugins ran in
+// a group of their own, the plugin got the same SIGTERM, exited under the
+// host's shutdown, and the last checkpoint failed.
+func TestGroupSIGTERMStopsCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the keel binary and a plugin")
+	}
+	work := t.TempDir()
+	dir := filepath.Join(work, "data")
+	args := serveArgs("default.toml", dir, "index.plugin=", "index.path="+filepath.Join(pluginBins(t), "keel-index-hash"))
+	p := startServe(t, keelBin(t), work, args...)
+	p.stopGroup(t)
+	if _, err := os.Stat(filepath.Join(dir, core.AbortFile)); err == nil {
+		t.Fatalf("the abort marker is left after a group SIGTERM:\n%s", p.output())
+	}
+	if strings.Contains(p.output(), "plugin exited") {
+		t.Fatalf("the plugin exited under the host's shutdown:\n%s", p.output())
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -116,4 +118,39 @@ func TestDialWrongProtocolVersion(t *testing.T) {
 		t.Fatalf("error %v, want a *HandshakeError with version 7", err)
 	}
 	wantAll(t, err, "speaks keel plugin protocol version 7, this keel speaks 1", "rebuild the plugin against this keel's sdk")
+}
+
+// TestDialHungPluginEndsItsChildren: a binary that never answers the
+// handshake and whose child holds its output open (a shell script
+// running sleep) fails at the start timeout, and its whole process group
+// is gone by then: neither the binary nor the child is left, and Dial does
+// not wait for the child to close the pipe.
+func TestDialHungPluginEndsItsChildren(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "child.pid")
+	path := script(t, "sleep 60 & echo $! > "+marker+"; wait")
+	start := time.Now()
+	_, err := Dial(context.Background(), DialOptions{Path: path, Logger: slog.New(slog.DiscardHandler), SocketDir: t.TempDir(), StartTimeout: time.Second})
+	if err == nil {
+		t.Fatal("a plugin that never answers was dialed")
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("Dial took %v to give up on a 1 s start timeout (waiting for the child's pipe?)", took)
+	}
+	raw, rerr := os.ReadFile(marker)
+	if rerr != nil {
+		t.Fatalf("the script's child never started: %v", rerr)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			break // gone (zombies are reaped by init)
+		}
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the hung plugin's child (pid %d) outlived Dial", pid)
+		}
+	}
 }

@@ -3,8 +3,10 @@ package pluginrpc
 import (
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 
@@ -26,6 +28,7 @@ type Client struct {
 	// keeps Host calls on gRPC (DialOptions.NoLane).
 	socketDir string
 	noLane    bool
+	cmd       *exec.Cmd // the plugin's process, started (see ownGroup)
 
 	once  sync.Once
 	flush *RemoteFlushStrategy
@@ -81,10 +84,16 @@ func (c *Client) Exited() bool { return c.pc.Exited() }
 func (c *Client) Done() <-chan struct{} { return c.conn.Done.Done() }
 
 // Kill ends the plugin process: it asks it to shut down and kills it if it
-// does not within a couple of seconds, and blocks until it exited. It does
-// not call Stop on the plugin; the host stops plugins first. Safe to call
-// more than once.
-func (c *Client) Kill() { c.pc.Kill() }
+// does not within a couple of seconds, and blocks until it exited. If that
+// takes longer than killGroupAfter (a process the plugin started holds its
+// output open), everything in the plugin's process group is killed. It
+// does not call Stop on the plugin; the host stops plugins first. Safe to
+// call more than once.
+func (c *Client) Kill() {
+	t := time.AfterFunc(killGroupAfter, func() { killGroup(c.cmd) })
+	defer t.Stop()
+	c.pc.Kill()
+}
 
 // serving returns an error wrapping sdk.ErrNotSupported unless the binary
 // serves kind k (what names the kind's plugin for the message).

@@ -90,6 +90,7 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 		}
 	}
 	cmd := exec.Command(o.Path, o.Args...)
+	ownGroup(cmd)
 	cmd.Env = append(cmd.Env, o.Env...)
 	if o.SocketDir != "" {
 		cmd.Env = append(cmd.Env, "PLUGIN_UNIX_SOCKET_DIR="+o.SocketDir)
@@ -118,6 +119,7 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	select {
 	case r := <-ch:
 		if r.err != nil {
+			killGroup(cmd) // the handshake is over: cmd.Start has returned
 			pc.Kill()
 			if errors.Is(r.err, plugin.ErrChecksumsDoNotMatch) {
 				// Replaced between CheckBinary and the start: say so as
@@ -128,10 +130,10 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 			}
 			return nil, r.err
 		}
-		r.c.socketDir, r.c.noLane = o.SocketDir, o.NoLane
+		r.c.socketDir, r.c.noLane, r.c.cmd = o.SocketDir, o.NoLane, cmd
 		return r.c, nil
 	case <-ctx.Done():
-		go func() { <-ch; pc.Kill() }()
+		go func() { <-ch; killGroup(cmd); pc.Kill() }()
 		return nil, fmt.Errorf("dial plugin %s: %w", o.Path, ctx.Err())
 	}
 }
