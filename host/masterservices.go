@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -66,18 +67,25 @@ const scheduleFlushWait = 10 * time.Second
 // demotion must call stopMasterServices before the node takes a slave's
 // role (meanwhile the write gate refuses the services' appends, and they
 // retry without moving their offsets).
-func (n *Node) startMasterServices() {
+//
+// It fails when the timer service cannot start (its index on disk was
+// built with other store.timer_* settings, or cannot be read): at start
+// the node then refuses to run, rather than acknowledge timer messages it
+// would not deliver. The other services have started by then; the caller
+// stops them (Stop, or abortStart).
+func (n *Node) startMasterServices() error {
 	if n.schedule != nil {
 		n.schedule.Start()
-	}
-	if n.timer != nil {
-		if err := n.timer.Start(); err != nil {
-			n.log.Error("timer messages are not delivered", "err", err)
-		}
 	}
 	if n.txn != nil {
 		n.txn.Start()
 	}
+	if n.timer != nil {
+		if err := n.timer.Start(); err != nil {
+			return fmt.Errorf("timer messages: %w", err)
+		}
+	}
+	return nil
 }
 
 // stopMasterServices stops the master's services, each persisting its

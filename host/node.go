@@ -203,7 +203,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	if !n.slave.Load() {
-		n.startMasterServices()
+		if err := n.startMasterServices(); err != nil {
+			return err
+		}
 	}
 	if n.cluster != nil {
 		n.cluster.serve()

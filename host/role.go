@@ -37,7 +37,12 @@ func (n *Node) promote(ctx context.Context) (int32, error) {
 	// Acks now follow the replicator's policy (a slave's was empty).
 	n.setReplicationPolicy(n.repl.AckPolicy())
 	n.setSlave(false)
-	n.startMasterServices() // a master delivers the delayed, timer and transaction messages it holds
+	// A master delivers the delayed, timer and transaction messages it
+	// holds. The promotion has happened: a service that cannot start is
+	// reported, not undone.
+	if err := n.startMasterServices(); err != nil {
+		n.log.Error("promoted, but not every master service runs", "err", err)
+	}
 	n.log.Warn("promoted to master", "epoch", ep)
 	return ep, nil
 }

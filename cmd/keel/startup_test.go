@@ -675,3 +675,19 @@ func TestGroupSIGTERMStopsCleanly(t *testing.T) {
 		t.Fatalf("the plugin exited under the host's shutdown:\n%s", p.output())
 	}
 }
+
+// TestTimerSettingsChangeRefusedAtStart: a store whose timer index was
+// built with store.timer_precision 1s does not start with 100ms: exit 1,
+// the last line naming the setting, instead of serving and acknowledging
+// timer messages it would never deliver. With the old setting it starts.
+func TestTimerSettingsChangeRefusedAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the keel binary")
+	}
+	work := t.TempDir()
+	dir := filepath.Join(work, "data")
+	startServe(t, keelBin(t), work, serveArgs("default.toml", dir)...).stop(t)
+	rc, out := runKeel(t, work, serveArgs("default.toml", dir, "store.timer_precision=100ms")...)
+	checkFailedStart(t, rc, out, "timer", "timer_precision")
+	startServe(t, keelBin(t), work, serveArgs("default.toml", dir)...).stop(t)
+}
