@@ -367,3 +367,24 @@ func TestPluginConfigInline(t *testing.T) {
 		t.Errorf("err:\n got %v\nwant %s", err, want)
 	}
 }
+
+// TestConfigOfNoPluginRefused: a config table under a section whose plugin
+// is "none" is an error (no plugin would read it), in the file and by
+// --set.
+func TestConfigOfNoPluginRefused(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		sets []string
+		want string
+	}{
+		{"schema = 1\n[replication.config]\nwait_replicas = 2\n", nil, `profiles/x.toml:2:2: replication.config: is set, but replication.plugin is "none", so no plugin reads it`},
+		{"schema = 1\n", []string{"replication.config.bogus=5"}, `profiles/x.toml: replication.config: is set, but replication.plugin is "none"`},
+		{"schema = 1\n", []string{"index.plugin=none", "index.config.hash_slotz=5"}, `index.config: is set, but index.plugin is "none"`},
+	} {
+		_, err := LoadBytes("profiles/x.toml", []byte(c.doc), c.sets)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q %v: got %v, want %s", c.doc, c.sets, err, c.want)
+		}
+	}
+	mustLoad(t, "schema = 1\n[replication]\nplugin = \"none\"\n")
+}

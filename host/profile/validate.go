@@ -131,10 +131,10 @@ func (p *Profile) validateDiskRatios(fail failFunc) {
 
 // validatePlugins checks each plugin section's choice of plugin.
 func (p *Profile) validatePlugins(fail failFunc) {
-	p.validatePlugin(SectionFlush, p.Flush.Plugin, p.Flush.Path, p.Flush.SHA256, fail)
-	p.validatePlugin(SectionIndex, p.Index.Plugin, p.Index.Path, p.Index.SHA256, fail)
+	p.validatePlugin(SectionFlush, p.Flush.Plugin, p.Flush.Path, p.Flush.SHA256, p.Flush.Config, fail)
+	p.validatePlugin(SectionIndex, p.Index.Plugin, p.Index.Path, p.Index.SHA256, p.Index.Config, fail)
 	r := &p.Replication
-	p.validatePlugin(SectionReplication, r.Plugin, r.Path, r.SHA256, fail)
+	p.validatePlugin(SectionReplication, r.Plugin, r.Path, r.SHA256, r.Config, fail)
 }
 
 // validateReplication checks the HA role and what it requires, and warns
@@ -233,8 +233,13 @@ func (p *Profile) validateServer(fail failFunc) {
 	}
 }
 
-// validatePlugin checks a plugin section's choice of plugin.
-func (p *Profile) validatePlugin(section, plugin, path, sum string, fail failFunc) {
+// validatePlugin checks a plugin section's choice of plugin, and that a
+// section choosing none (PluginNone) has no config table: no plugin would
+// read it, so its keys would be silently ignored.
+func (p *Profile) validatePlugin(section, plugin, path, sum string, cfg map[string]any, fail failFunc) {
+	if plugin == PluginNone && path == "" && len(cfg) > 0 {
+		fail(section+".config", `is set, but %s.plugin is %q, so no plugin reads it: choose a plugin or remove the table`, section, PluginNone)
+	}
 	switch {
 	case plugin != "" && path != "":
 		fail(section+".path", "set either plugin (a builtin) or path (an external binary), not both (plugin is %q)", plugin)
