@@ -12,10 +12,14 @@ import (
 // (topic|group|consumer|cluster) ...`, which speak the remoting protocol
 // (adminRemoting).
 func (a *app) admin(args []string) error {
+	const help = "usage: keel admin (status|promote|force-writes) [--admin ADDR]\n"
 	if len(args) == 0 {
-		return fmt.Errorf("usage: keel admin (status|promote|force-writes) [--admin ADDR]\n%s", adminRemotingHelp)
+		return fmt.Errorf("%s%s", help, adminRemotingHelp)
 	}
 	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintf(a.stdout, "%s%s", help, adminRemotingHelp)
+		return nil
 	case "topic", "group", "consumer":
 		return a.adminRemoting(args[0], args[1:])
 	case "cluster":

@@ -136,3 +136,14 @@ func TestAdminConsumerResetTopicConsumersClusterList(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminHelp: `keel admin --help` (and help, -h) prints every admin
+// command and succeeds, where it used to be an unknown command.
+func TestAdminHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "help"} {
+		out, err := runOut(t, "admin", arg)
+		if err != nil || !strings.Contains(out, "keel admin (status|promote|force-writes)") || !strings.Contains(out, "keel admin consumer reset") {
+			t.Errorf("keel admin %s: %v\n%s", arg, err, out)
+		}
+	}
+}

@@ -55,6 +55,7 @@ usage:
   keel store repair [--dry-run] DIR
   keel query [--admin ADDR] (--topic T --key K | --id MSGID)
   keel admin (status|promote|force-writes) [--admin ADDR]
+  keel admin (topic|group|consumer|cluster) ...   (keel admin help: all of them)
   keel bench --config FILE --out DIR [--quick]
   keel version
 `
