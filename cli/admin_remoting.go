@@ -191,6 +191,11 @@ func (a *app) adminRemoting(noun string, args []string) error {
 		if err != nil {
 			return fmt.Errorf("keel admin consumer progress: %w", err)
 		}
+		if len(stats) == 0 {
+			// As mqadmin's examineConsumeStats: an empty table is not
+			// "no lag" but no group (or one that never committed).
+			return fmt.Errorf("keel admin consumer progress: %s has no consumer offsets for group %q: no such group here, or it has not consumed (committed) anything yet", *broker, *group)
+		}
 		return printConsumeStats(a.stdout, stats)
 	case "consumer reset":
 		for _, f := range [][2]string{{"group", *group}, {"topic", *topic}, {"time", *at}} {

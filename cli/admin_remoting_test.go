@@ -147,3 +147,17 @@ func TestAdminHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminConsumerProgressOfNoGroup: a broker that answers an empty
+// offset table (keel and RocketMQ both do for a group they do not know)
+// makes consumer progress fail, as mqadmin's does, instead of printing a
+// total lag of 0 that reads as a healthy group.
+func TestAdminConsumerProgressOfNoGroup(t *testing.T) {
+	f := startFakeAdminServer(t, map[int16]func() *remoting.Command{
+		remoting.CodeGetConsumeStats: success([]byte(`{"offsetTable":{},"consumeTps":0.0}`)),
+	})
+	out, err := runAdmin(t, "consumer", "progress", "--broker", f.addr, "--group", "nosuch")
+	if err == nil || !strings.Contains(err.Error(), `no consumer offsets for group "nosuch"`) {
+		t.Fatalf("consumer progress of an unknown group: %v\n%s", err, out)
+	}
+}
