@@ -14,11 +14,24 @@ const dispatchBatch = 1024
 // dispatchLoop tails the commitlog up to the confirm offset, feeding the
 // consume queues and listeners. Master and slave run the same loop: a slave
 // dispatches what replication appended.
+//
+// A failed pass is retried after dispatchRetryMin, doubling to
+// dispatchRetryMax while it keeps failing (a full disk, a plugin that is
+// restarting). Its error is logged when it first happens or changes, then
+// at most every dispatchLogEvery with the number of retries, and once more
+// when a pass succeeds again: a failure that lasts is visible without
+// flooding the log.
 func (s *Store) dispatchLoop() {
 	// One timer for the loop's life: a pass can follow every append, and a
 	// time.After per pass costs a timer and an allocation each.
 	idle := time.NewTimer(time.Second)
 	defer idle.Stop()
+	var (
+		retry      time.Duration // the next retry's delay; 0 while passes succeed
+		retries    int           // failed passes in a row
+		lastMsg    string        // the error last logged
+		lastLogged time.Time     // when it was
+	)
 	for {
 		c1 := s.committedN.wait()
 		c2 := s.confirmN.wait()
@@ -26,16 +39,23 @@ func (s *Store) dispatchLoop() {
 		if err != nil {
 			msg := err.Error()
 			s.dispatchFail.Store(&msg)
-			s.log.Error("dispatch failed; retrying", "dispatched", s.dispatched.Load(), "err", err)
+			retries++
+			if msg != lastMsg || time.Since(lastLogged) >= dispatchLogEvery {
+				s.log.Error("dispatch failed; retrying", "dispatched", s.dispatched.Load(), "retries", retries, "err", err)
+				lastMsg, lastLogged = msg, time.Now()
+			}
+			retry = min(max(2*retry, dispatchRetryMin), dispatchRetryMax)
 			select {
 			case <-s.stop:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(retry):
 			}
 			continue
 		}
 		if s.dispatchFail.Load() != nil {
 			s.dispatchFail.Store(nil)
+			s.log.Info("dispatch recovered", "dispatched", s.dispatched.Load(), "failed_passes", retries)
+			retry, retries, lastMsg = 0, 0, ""
 		}
 		if n > 0 {
 			continue
@@ -50,6 +70,14 @@ func (s *Store) dispatchLoop() {
 		idle.Reset(time.Second)
 	}
 }
+
+// The dispatch loop's retry delays and how often a lasting failure is
+// logged again (dispatchLoop).
+const (
+	dispatchRetryMin = 100 * time.Millisecond
+	dispatchRetryMax = 2 * time.Second
+	dispatchLogEvery = 30 * time.Second
+)
 
 // dispatchOnce dispatches records from the dispatched offset up to the
 // confirm offset (at most one segment, and batches of dispatchBatch records

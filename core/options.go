@@ -182,8 +182,9 @@ type DispatchRecord struct {
 // order, with batches that never overlap except after a crash, when records
 // after the last checkpoint are dispatched again: implementations must be
 // idempotent for records they have already seen. An error stops dispatch
-// to every consumer until a retry succeeds (it is retried every 100 ms) and
-// is logged. The batch is valid only during the call: the store reuses
+// to every consumer until a retry succeeds (retried after 100 ms, the delay
+// doubling to 2 s while it keeps failing) and is logged (when it first
+// happens or changes, then every 30 s). The batch is valid only during the call: the store reuses
 // its memory for the next one.
 //
 // Sync must make everything dispatched so far durable. It is called by the
